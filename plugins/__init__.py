@@ -1,0 +1,1 @@
+"""pygomp's built-in device plugins (installed as ``pygomp_plugins``)."""

@@ -1,0 +1,87 @@
+"""The host device: the CPU as an offload device with its own, separate memory.
+
+Data reaches it only through the map, as on a discrete GPU.  Images are shared objects
+(built by gcc); a kernel is ``void f(void **args, const int64_t *launch)``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import cffi
+
+from pygomp.runtime.plugin import DeviceInfo, LoadedImage, Plugin
+
+_ffi = cffi.FFI()
+_ffi.cdef("""
+    int posix_memalign(void **memptr, size_t alignment, size_t size);
+    void free(void *ptr);
+    void *memcpy(void *dest, const void *src, size_t n);
+""")
+_libc = _ffi.dlopen(None)
+KERNEL_TYPE = "void (*)(void **, const int64_t *)"
+ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class HostImage:
+    """A shared object and the symbol names of its table's functions and variables."""
+    path: str
+    functions: tuple[str, ...] = ()
+    variables: tuple[str, ...] = ()
+
+
+class HostPlugin(Plugin):
+    name = "host"
+    target = "host"
+    capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
+
+    def __init__(self):
+        self._libs = {}          # id(image) -> (image, cffi lib)  (kept open while loaded)
+        self._kernels = {}       # function address -> callable
+        self._lock = threading.Lock()
+
+    def _devices_impl(self):
+        cpus = os.cpu_count() or 1
+        return [DeviceInfo(name="host", kind="cpu", platform="gcc",
+                           properties={"threads": cpus, "memory": "separate"})]
+
+    def _load_image_impl(self, dev, image):
+        lib = _ffi.dlopen(os.fspath(image.path))
+        with self._lock:
+            self._libs[id(image)] = (image, lib)
+        funcs = [int(_ffi.cast("intptr_t", _ffi.addressof(lib, n))) for n in image.functions]
+        vars_ = [int(_ffi.cast("intptr_t", _ffi.addressof(lib, n))) for n in image.variables]
+        return LoadedImage(funcs, vars_)
+
+    def _unload_image_impl(self, dev, image):
+        with self._lock:
+            _, lib = self._libs.pop(id(image), (None, None))
+        if lib is not None:
+            _ffi.dlclose(lib)
+
+    def _alloc_impl(self, dev, size):
+        p = _ffi.new("void **")
+        if _libc.posix_memalign(p, ALIGNMENT, max(size, 1)) != 0:
+            return 0
+        return int(_ffi.cast("intptr_t", p[0]))
+
+    def _free_impl(self, dev, addr):
+        _libc.free(_ffi.cast("void *", addr))
+
+    def _host2dev_impl(self, dev, dst, src, size):
+        _libc.memcpy(_ffi.cast("void *", dst), _ffi.cast("void *", src), size)
+
+    _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
+
+    def _run_impl(self, dev, fn, args, launch):
+        kernel = self._kernels.get(fn)
+        if kernel is None:
+            kernel = self._kernels[fn] = _ffi.cast(KERNEL_TYPE, fn)
+        kernel(_ffi.new("void *[]", [_ffi.cast("void *", a) for a in args] or [_ffi.NULL]),
+               _ffi.new("int64_t[3]", list(launch)))
+
+    def target_hooks(self):
+        from . import target
+        return target.HOOKS

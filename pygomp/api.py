@@ -1,0 +1,186 @@
+"""OpenMP device routines under their spec names.
+
+Where C takes a pointer these take a numpy array (its data address), an int address,
+or None (NULL).  Device addresses are ints; NULL is 0.  Return values follow C: 0 for
+success, an errno value (EINVAL) for failure, 1/0 for true/false.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+
+import numpy as np
+
+from .runtime import devices, mapping
+from .runtime.devices import OffloadError
+
+omp_initial_device = -1
+omp_invalid_device = -2
+
+
+def _addr(p) -> int:
+    if p is None:
+        return 0
+    if isinstance(p, np.ndarray):
+        return p.__array_interface__["data"][0]
+    if isinstance(p, int):
+        return p
+    if isinstance(p, ctypes._SimpleCData | ctypes.Array | ctypes.Structure):
+        return ctypes.addressof(p)
+    raise TypeError(f"pygomp: expected an array, an int address or None, not {type(p).__name__}")
+
+
+def _device(n) -> devices.Device:
+    devs = devices.all_devices()
+    if n == omp_initial_device:
+        n = len(devs) - 1
+    if not isinstance(n, int) or not 0 <= n < len(devs):
+        raise OffloadError(f"invalid device number {n!r}: offload devices are "
+                           f"0..{len(devs) - 2} and the initial device is {len(devs) - 1}")
+    dev = devs[n]
+    dev.ensure_init()
+    return dev
+
+
+def omp_get_num_devices() -> int:
+    return devices.num_devices()
+
+
+def omp_get_initial_device() -> int:
+    return devices.num_devices()
+
+
+def omp_get_default_device() -> int:
+    return devices.get_default()
+
+
+def omp_set_default_device(device_num: int) -> None:
+    devices.set_default(device_num)
+
+
+def omp_is_initial_device() -> int:
+    return 1          # Python code runs on the host
+
+
+def omp_get_device_num() -> int:
+    return devices.num_devices()
+
+
+def omp_target_alloc(size: int, device_num: int) -> int:
+    dev = _device(device_num)
+    return dev.plugin.alloc(dev.local, size)
+
+
+def omp_target_free(device_ptr, device_num: int) -> None:
+    p = _addr(device_ptr)
+    if p:
+        dev = _device(device_num)
+        dev.plugin.free(dev.local, p)
+
+
+def _copy(dst, dst_dev, src, src_dev, n):
+    if n == 0:
+        return
+    if dst_dev.is_initial and src_dev.is_initial:
+        ctypes.memmove(dst, src, n)
+    elif src_dev.is_initial:
+        dst_dev.plugin.host2dev(dst_dev.local, dst, src, n)
+    elif dst_dev.is_initial:
+        src_dev.plugin.dev2host(src_dev.local, dst, src, n)
+    elif dst_dev is src_dev:
+        dst_dev.plugin.dev2dev(dst_dev.local, dst, src, n)
+    else:                                   # two devices: through a host buffer
+        stage = ctypes.create_string_buffer(n)
+        src_dev.plugin.dev2host(src_dev.local, ctypes.addressof(stage), src, n)
+        dst_dev.plugin.host2dev(dst_dev.local, dst, ctypes.addressof(stage), n)
+
+
+def omp_target_memcpy(dst, src, length, dst_offset, src_offset,
+                      dst_device_num, src_device_num) -> int:
+    d, s = _addr(dst), _addr(src)
+    if not d or not s:
+        return errno.EINVAL
+    _copy(d + dst_offset, _device(dst_device_num), s + src_offset,
+          _device(src_device_num), length)
+    return 0
+
+
+def omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
+                           src_offsets, dst_dimensions, src_dimensions,
+                           dst_device_num, src_device_num) -> int:
+    """Copy a ``volume`` box between two arrays of ``*_dimensions`` elements."""
+    if dst is None and src is None:
+        return 2 ** 31 - 1                  # the number of dimensions supported
+    d, s = _addr(dst), _addr(src)
+    if not d or not s or num_dims < 1:
+        return errno.EINVAL
+    dd, sd = _device(dst_device_num), _device(src_device_num)
+
+    def rect(d, s, dim):
+        if dim == num_dims - 1:
+            n = volume[dim] * element_size
+            _copy(d + dst_offsets[dim] * element_size, dd,
+                  s + src_offsets[dim] * element_size, sd, n)
+            return
+        d_stride = element_size * int(np.prod(dst_dimensions[dim + 1:num_dims]))
+        s_stride = element_size * int(np.prod(src_dimensions[dim + 1:num_dims]))
+        for j in range(volume[dim]):
+            rect(d + (dst_offsets[dim] + j) * d_stride,
+                 s + (src_offsets[dim] + j) * s_stride, dim + 1)
+
+    rect(d, s, 0)
+    return 0
+
+
+def omp_target_is_present(ptr, device_num: int) -> int:
+    dev = _device(device_num)
+    p = _addr(ptr)
+    return int(dev.is_initial or dev.map.find(p, p) is not None)
+
+
+def omp_target_is_accessible(ptr, size: int, device_num: int) -> int:
+    """Host memory is accessible from the initial device only: every plugin's device
+    here has memory of its own."""
+    dev = _device(device_num)
+    return int(dev.is_initial or "unified_memory" in dev.plugin.capabilities)
+
+
+def omp_get_mapped_ptr(ptr, device_num: int) -> int:
+    dev = _device(device_num)
+    p = _addr(ptr)
+    if dev.is_initial:
+        return p
+    e = dev.map.find(p, p)
+    return 0 if e is None else e.dev_start + (p - e.host_start)
+
+
+def omp_target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num) -> int:
+    dev = _device(device_num)
+    h, d = _addr(host_ptr), _addr(device_ptr) + device_offset
+    if dev.is_initial or not h:
+        return errno.EINVAL
+    with dev.lock:
+        e = dev.map.find(h, h + size)
+        if e is not None:
+            same = (e.host_start <= h and h + size <= e.host_end
+                    and e.dev_start + (h - e.host_start) == d)
+            return 0 if same else errno.EINVAL
+        dev.map.insert(mapping.Entry(h, h + size, d, refcount=mapping.INFINITY,
+                                     associated=True))
+    return 0
+
+
+def omp_target_disassociate_ptr(ptr, device_num: int) -> int:
+    dev = _device(device_num)
+    p = _addr(ptr)
+    if dev.is_initial:
+        return errno.EINVAL
+    with dev.lock:
+        e = dev.map.find(p, p)
+        if e is None or not e.associated or e.host_start != p:
+            return errno.EINVAL
+        dev.map.remove(e)
+    return 0
+
+
+__all__ = [n for n in dir() if n.startswith("omp_")]

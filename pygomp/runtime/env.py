@@ -1,0 +1,110 @@
+"""Environment variables and the ICVs they set, parsed once.
+
+OMP_TARGET_OFFLOAD   default | mandatory | disabled (case-insensitive)
+OMP_DEFAULT_DEVICE   the default-device-var ICV (a device number)
+OMP_DISPLAY_ENV      true | false | verbose: print the settings once, at start-up
+PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follow it
+PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
+PYGOMP_CACHE_DIR     where compiled kernels and programs are cached
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+INFO_MAP = 0x01       # a mapping is created or removed
+INFO_REUSE = 0x02     # a mapping is found present and reused
+INFO_TABLE = 0x04     # the device's map is dumped on error, and what is left at exit
+INFO_COPY = 0x08      # data is copied to or from a device
+INFO_LAUNCH = 0x10    # a kernel is launched
+
+
+class EnvError(ValueError):
+    """An environment variable has a value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    target_offload: str          # "default", "mandatory" or "disabled"
+    default_device: int
+    display_env: str             # "", "true" or "verbose"
+    devices: str | None          # PYGOMP_DEVICES, None if unset
+    info: int
+    cache_dir: str
+
+
+def _parse(environ) -> Settings:
+    offload = environ.get("OMP_TARGET_OFFLOAD", "default").strip().lower()
+    if offload not in ("default", "mandatory", "disabled"):
+        raise EnvError(f"invalid value for environment variable OMP_TARGET_OFFLOAD: "
+                       f"{environ['OMP_TARGET_OFFLOAD']!r} (expected DEFAULT, MANDATORY "
+                       f"or DISABLED)")
+    default_device = _int(environ, "OMP_DEFAULT_DEVICE", 0)
+    if default_device < 0:
+        raise EnvError(f"invalid value for environment variable OMP_DEFAULT_DEVICE: "
+                       f"{default_device} (expected a device number >= 0)")
+    display = environ.get("OMP_DISPLAY_ENV", "false").strip().lower()
+    if display not in ("true", "false", "verbose"):
+        raise EnvError(f"invalid value for environment variable OMP_DISPLAY_ENV: "
+                       f"{environ['OMP_DISPLAY_ENV']!r} (expected TRUE, FALSE or VERBOSE)")
+    return Settings(
+        target_offload=offload,
+        default_device=default_device,
+        display_env="" if display == "false" else display,
+        devices=environ.get("PYGOMP_DEVICES"),
+        info=_int(environ, "PYGOMP_INFO", 0),
+        cache_dir=environ.get("PYGOMP_CACHE_DIR") or _default_cache_dir(),
+    )
+
+
+def _int(environ, name, default):
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise EnvError(f"invalid value for environment variable {name}: {text!r} "
+                       f"(expected an integer)") from None
+
+
+def _default_cache_dir():
+    import platformdirs
+    return platformdirs.user_cache_dir("pygomp")
+
+
+_lock = threading.Lock()
+_settings: Settings | None = None
+
+
+def settings() -> Settings:
+    global _settings
+    if _settings is None:
+        with _lock:
+            if _settings is None:
+                _settings = _parse(os.environ)
+    return _settings
+
+
+def info(bit: int, message: str) -> None:
+    """Print a PYGOMP_INFO message if its bit is set."""
+    if settings().info & bit:
+        print(f"pygomp: {message}", file=sys.stderr, flush=True)
+
+
+def display(num_devices: int, default_device: int) -> str:
+    """The OMP_DISPLAY_ENV block."""
+    s = settings()
+    lines = ["OPENMP DISPLAY ENVIRONMENT BEGIN",
+             "  _OPENMP = '201511'",
+             f"  OMP_DEFAULT_DEVICE = '{default_device}'",
+             f"  OMP_TARGET_OFFLOAD = '{s.target_offload.upper()}'"]
+    if s.display_env == "verbose":
+        lines += [f"  PYGOMP_DEVICES = '{s.devices or ''}'",
+                  f"  PYGOMP_NUM_DEVICES = '{num_devices}'",
+                  f"  PYGOMP_INFO = '{s.info:#x}'",
+                  f"  PYGOMP_CACHE_DIR = '{s.cache_dir}'"]
+    lines.append("OPENMP DISPLAY ENVIRONMENT END")
+    return "\n".join(lines)

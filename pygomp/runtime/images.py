@@ -1,0 +1,67 @@
+"""Offload descriptor tables and their process-wide registry.
+
+A table lists host functions (host addresses) and host variables (address, size), and
+carries one image per target kind; a device of that kind loads the image and gets back
+the device addresses of the same functions and variables, in the same order.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class OffloadImage:
+    functions: list[int]                      # host addresses
+    variables: list[tuple[int, int]]          # (host address, size)
+    images: dict[str, object]                 # target kind -> plugin-specific payload
+    name: str = ""
+    keepalive: list = field(default_factory=list, repr=False)  # owners of the host addresses
+
+
+class HostSymbol:
+    """A unique host address for something that has none of its own (a Python kernel):
+    one byte of real host memory, so it can never collide with mapped data."""
+    __slots__ = ("_cell", "address", "name")
+
+    def __init__(self, name: str):
+        self._cell = ctypes.create_string_buffer(1)
+        self.address = ctypes.addressof(self._cell)
+        self.name = name
+
+    def __repr__(self):
+        return f"HostSymbol({self.name!r}, {self.address:#x})"
+
+
+_lock = threading.Lock()
+_tables: list[OffloadImage] = []
+_listeners = []      # called as f("register" | "unregister", table)
+
+
+def register(table: OffloadImage) -> OffloadImage:
+    """Add a table; devices already initialized load its image of their kind at once."""
+    with _lock:
+        _tables.append(table)
+        listeners = list(_listeners)
+    for f in listeners:
+        f("register", table)
+    return table
+
+
+def unregister(table: OffloadImage) -> None:
+    with _lock:
+        _tables.remove(table)
+        listeners = list(_listeners)
+    for f in listeners:
+        f("unregister", table)
+
+
+def tables() -> list[OffloadImage]:
+    with _lock:
+        return list(_tables)
+
+
+def add_listener(f) -> None:
+    with _lock:
+        _listeners.append(f)

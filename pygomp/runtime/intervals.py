@@ -1,0 +1,63 @@
+"""The interval map: host address ranges ``[start, end)`` to entries, over sortedcontainers.
+
+Two ranges hit when they overlap; a zero-length range ``[s, s)`` hits a non-empty range
+that strictly contains ``s`` and the zero-length range at ``s`` (libgomp's splay-tree
+order).  The map never holds two entries that hit each other.  `find` looks a zero-length
+section up as libgomp does: ``[s, s+1)``, then ``[s-1, s)``, then ``[s, s)``.
+"""
+from __future__ import annotations
+
+from sortedcontainers import SortedKeyList
+
+
+def hits(a_start, a_end, b_start, b_end) -> bool:
+    """Whether two ranges collide in the map's order (libgomp's splay compare)."""
+    if a_start == a_end and b_start == b_end:
+        return a_start == b_start
+    return not (a_end <= b_start or a_start >= b_end)
+
+
+class IntervalMap:
+    """Entries with ``host_start`` and ``host_end`` attributes, kept sorted."""
+
+    def __init__(self):
+        self._entries = SortedKeyList(key=lambda e: (e.host_start, e.host_end))
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __iter__(self):
+        return iter(list(self._entries))
+
+    def lookup(self, start: int, end: int):
+        """The entry that hits ``[start, end)``, or None (O(log n))."""
+        entries = self._entries
+        # Candidates start before `end` (or at it, for a zero-length entry at `start`).
+        i = entries.bisect_key_right((end, end)) - 1
+        while i >= 0:
+            e = entries[i]
+            if hits(start, end, e.host_start, e.host_end):
+                return e
+            # Non-empty entries are disjoint: a non-empty one that starts before
+            # `start` and misses ends before it, and so does everything left of it.
+            if e.host_start < start and e.host_start < e.host_end:
+                return None
+            i -= 1
+        return None
+
+    def find(self, start: int, end: int):
+        """`lookup`, with libgomp's rule for zero-length sections."""
+        if start != end:
+            return self.lookup(start, end)
+        return (self.lookup(start, start + 1) or self.lookup(start - 1, start)
+                or self.lookup(start, start))
+
+    def insert(self, entry) -> None:
+        other = self.lookup(entry.host_start, entry.host_end)
+        if other is not None:
+            raise ValueError(f"[{entry.host_start:#x}..{entry.host_end:#x}) overlaps "
+                             f"[{other.host_start:#x}..{other.host_end:#x}) in the map")
+        self._entries.add(entry)
+
+    def remove(self, entry) -> None:
+        self._entries.remove(entry)

@@ -1,0 +1,333 @@
+"""OpenMP 5.2 map semantics on a device's interval map (libgomp's gomp_map_vars family).
+
+- A structured construct (target, target data) increments an entry's structured
+  reference count, enter/exit data its dynamic count; each entry at most once a construct.
+- An item found inside an entry uses it (a numpy view finds its parent's entry); one that
+  extends an entry fails, naming both ranges, unless it was mapped implicitly (then it is
+  treated as present: OpenMP 5.2's implicit partial presence).
+- ``from`` copies back when both counts reach zero, or always with ``always``.
+- ``present`` on an absent object fails with its address and size.
+- An error leaves the map as it was before the construct: no half-made entries.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from collections import namedtuple
+
+from . import env, kinds
+
+INFINITY = math.inf       # functions and variables of images, associated pointers
+WORD = (1 << 64) - 1
+
+Item = namedtuple("Item", "addr size kind obj", defaults=(None,))
+
+
+class MappingError(RuntimeError):
+    """A map clause cannot be carried out; the map is left as it was."""
+
+
+class Entry:
+    __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
+                 "dynamic_refcount", "keepalive", "associated")
+
+    def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
+                 dynamic_refcount=0, keepalive=None, associated=False):
+        self.host_start = host_start
+        self.host_end = host_end
+        self.dev_start = dev_start      # device address of host_start
+        self.alloc = alloc              # device allocation owned by the entry (0: none)
+        self.refcount = refcount        # structured reference count
+        self.dynamic_refcount = dynamic_refcount
+        self.keepalive = keepalive      # the host object, kept alive while mapped
+        self.associated = associated    # made by omp_target_associate_ptr
+
+    def total(self):
+        return self.refcount + self.dynamic_refcount
+
+    def __repr__(self):
+        return (f"[{self.host_start:#x}..{self.host_end:#x}) -> {self.dev_start:#x} "
+                f"refcount {self.refcount} dynamic {self.dynamic_refcount}")
+
+
+def table_dump(dev) -> str:
+    return "\n".join(f"  {e!r}" for e in dev.map) or "  (empty)"
+
+
+def _error(dev, message):
+    env.info(env.INFO_TABLE, f"device {dev.number} map at error:\n{table_dump(dev)}")
+    return MappingError(f"device {dev.number}: {message}")
+
+
+def _range(addr, size):
+    return f"[{addr:#x}..{addr + size:#x})"
+
+
+class Region:
+    """What one construct did to a device's map, so that it can be undone or ended."""
+    __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic")
+
+    def __init__(self, dev, items, dynamic):
+        self.dev = dev
+        self.items = items
+        self.dynamic = dynamic
+        self.entries = []       # per item: its entry, or None
+        self.args = []          # per item: the 64-bit word the kernel gets
+        self.counted = []       # entries whose count this construct incremented, once each
+        self.created = []       # entries this construct made
+        self.temps = []         # device memory for firstprivate copies
+
+
+def begin(dev, items, dynamic=False) -> Region:
+    """Map ``items`` for a construct; returns the region to pass to `end`."""
+    region = Region(dev, items, dynamic)
+    if dev.is_initial:
+        region.args = [_initial_word(region, it) for it in items]
+        return region
+    with dev.lock:
+        try:
+            for it in items:
+                _map_item(region, it)
+        except BaseException:
+            _undo(region)
+            raise
+    return region
+
+
+def _initial_word(region, it):
+    k = kinds.base(it.kind)
+    if k == kinds.FIRSTPRIVATE_INT:
+        return it.addr & WORD
+    if k == kinds.FIRSTPRIVATE:            # a private copy, as on a device
+        buf = ctypes.create_string_buffer(ctypes.string_at(it.addr, it.size), max(it.size, 1))
+        region.temps.append(buf)
+        return ctypes.addressof(buf)
+    return it.addr
+
+
+def _map_item(region, it):
+    dev, plugin, local = region.dev, region.dev.plugin, region.dev.local
+    addr, size, kind, _ = it
+    k = kinds.base(kind)
+    if k == kinds.FIRSTPRIVATE_INT:
+        region.entries.append(None)
+        region.args.append(addr & WORD)
+        return
+    if k == kinds.FIRSTPRIVATE:
+        d = plugin.alloc(local, max(size, 1))
+        region.temps.append(d)
+        plugin.host2dev(local, d, addr, size)
+        region.entries.append(None)
+        region.args.append(d)
+        return
+    if k == kinds.FORCE_PRESENT:
+        kind = k = kinds.PRESENT_ALLOC
+    if not kinds.is_mapping(kind):
+        raise _error(dev, f"map kind {kinds.name(kind)} is not valid for {_range(addr, size)}")
+    e = dev.map.find(addr, addr + size)
+    if e is not None:
+        if not (e.host_start <= addr and addr + size <= e.host_end) and not kinds.is_implicit(kind):
+            raise _error(dev, f"trying to map {_range(addr, size)} when "
+                              f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
+        if not any(c is e for c in region.counted):
+            region.counted.append(e)
+            if region.dynamic:
+                e.dynamic_refcount += 1
+            else:
+                e.refcount += 1
+        if env.settings().info & env.INFO_REUSE:
+            env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")
+        if kinds.is_always(kind) and kinds.copies_to(kind):
+            _copy_to(dev, e, addr, size)
+        region.entries.append(e)
+        region.args.append(e.dev_start + (addr - e.host_start))
+        return
+    if kinds.is_present(kind):
+        raise _error(dev, f"present: {_range(addr, size)} ({size} bytes at host address "
+                          f"{addr:#x}) is not present on the device")
+    if size == 0:                       # a zero-length section not present: NULL
+        region.entries.append(None)
+        region.args.append(0)
+        return
+    d = plugin.alloc(local, size)
+    e = Entry(addr, addr + size, d, alloc=d, keepalive=it.obj)
+    try:
+        dev.map.insert(e)
+    except ValueError:
+        plugin.free(local, d)
+        raise
+    region.created.append(e)
+    region.counted.append(e)
+    if region.dynamic:
+        e.dynamic_refcount = 1
+    else:
+        e.refcount = 1
+    if env.settings().info & env.INFO_MAP:
+        env.info(env.INFO_MAP, f"device {dev.number}: mapped {_range(addr, size)} "
+                               f"({kinds.name(kind)}) at {d:#x}")
+    region.entries.append(e)
+    region.args.append(d)
+    if kinds.copies_to(kind):
+        _copy_to(dev, e, addr, size)
+
+
+def _copy_to(dev, e, addr, size):
+    lo, hi = max(addr, e.host_start), min(addr + size, e.host_end)
+    if hi > lo:
+        if env.settings().info & env.INFO_COPY:
+            env.info(env.INFO_COPY, f"device {dev.number}: copy to device {_range(lo, hi - lo)}")
+        dev.plugin.host2dev(dev.local, e.dev_start + (lo - e.host_start), lo, hi - lo)
+
+
+def _copy_from(dev, e, addr, size):
+    lo, hi = max(addr, e.host_start), min(addr + size, e.host_end)
+    if hi > lo:
+        if env.settings().info & env.INFO_COPY:
+            env.info(env.INFO_COPY, f"device {dev.number}: copy from device {_range(lo, hi - lo)}")
+        dev.plugin.dev2host(dev.local, lo, e.dev_start + (lo - e.host_start), hi - lo)
+
+
+def _undo(region):
+    """Take back what `begin` did so far: counts, new entries, temporaries; no copies."""
+    dev = region.dev
+    for e in region.counted:
+        if e in region.created:
+            continue
+        if region.dynamic:
+            e.dynamic_refcount -= 1
+        else:
+            e.refcount -= 1
+    for e in region.created:
+        dev.map.remove(e)
+        dev.plugin.free(dev.local, e.alloc)
+    _free_temps(region)
+
+
+def _free_temps(region):
+    if not region.dev.is_initial:
+        for d in region.temps:
+            region.dev.plugin.free(region.dev.local, d)
+    region.temps = []
+
+
+def end(region, copy_back=True) -> None:
+    """End a structured construct: decrement once per entry, copy back, remove."""
+    dev = region.dev
+    if dev.is_initial:
+        region.temps = []
+        return
+    with dev.lock:
+        for e in region.counted:
+            if region.dynamic:
+                e.dynamic_refcount -= 1
+            else:
+                e.refcount -= 1
+        _release(dev, region.items, region.entries, copy_back)
+        _free_temps(region)
+
+
+def _release(dev, items, entries, copy_back):
+    """Copy back what `from` asks for, then remove entries whose counts reached zero."""
+    first_error = None
+    if copy_back:
+        for it, e in zip(items, entries):
+            if e is not None and kinds.copies_from(it.kind) and (
+                    e.total() == 0 or kinds.is_always(it.kind)):
+                try:
+                    _copy_from(dev, e, it.addr, it.size)
+                except Exception as err:        # keep releasing; report the first failure
+                    first_error = first_error or err
+    for e in dict.fromkeys(e for e in entries if e is not None):
+        if e.total() == 0:
+            dev.map.remove(e)
+            if env.settings().info & env.INFO_MAP:
+                env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
+            if e.alloc:
+                dev.plugin.free(dev.local, e.alloc)
+    if first_error is not None:
+        raise first_error
+
+
+def enter_data(dev, items) -> None:
+    """``target enter data``: to / alloc (with always, present) on dynamic counts."""
+    for it in items:
+        if not kinds.is_mapping(it.kind) and kinds.base(it.kind) != kinds.FORCE_PRESENT:
+            raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is not "
+                               f"valid on target enter data")
+    begin(dev, items, dynamic=True)
+
+
+def exit_data(dev, items) -> None:
+    """``target exit data``: from / release / delete (with always, present)."""
+    if dev.is_initial:
+        return
+    with dev.lock:
+        entries = []
+        for it in items:
+            k = kinds.base(it.kind)
+            if k not in (kinds.DELETE, kinds.RELEASE) and not (
+                    kinds.copies_from(it.kind) and not kinds.copies_to(it.kind)):
+                raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is "
+                                   f"not valid on target exit data (from, release or delete)")
+            e = dev.map.find(it.addr, it.addr + it.size)
+            if e is None and kinds.is_present(it.kind):
+                raise _error(dev, f"present: {_range(it.addr, it.size)} ({it.size} bytes at "
+                                  f"host address {it.addr:#x}) is not present on the device")
+            entries.append(e)
+        deleted = {id(e) for it, e in zip(items, entries) if kinds.base(it.kind) == kinds.DELETE}
+        seen = set()
+        for e in entries:
+            if e is None or e.refcount == INFINITY or id(e) in seen:
+                continue
+            seen.add(id(e))
+            if id(e) in deleted:
+                e.refcount = e.dynamic_refcount = 0
+            elif e.dynamic_refcount > 0:
+                e.dynamic_refcount -= 1
+        _release(dev, items, entries, copy_back=True)
+
+
+def update(dev, items) -> None:
+    """``target update to(...) from(...)``: copy what is present; present asks for it."""
+    if dev.is_initial:
+        return
+    with dev.lock:
+        for it in items:
+            e = dev.map.find(it.addr, it.addr + it.size)
+            if e is None:
+                if kinds.is_present(it.kind):
+                    raise _error(dev, f"present: {_range(it.addr, it.size)} ({it.size} bytes "
+                                      f"at host address {it.addr:#x}) is not present on the device")
+                continue
+            if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
+                raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
+                                  f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
+            if it.kind & kinds.FLAG_TO:
+                _copy_to(dev, e, it.addr, it.size)
+            if it.kind & kinds.FLAG_FROM:
+                _copy_from(dev, e, it.addr, it.size)
+
+
+def function_address(dev, fn: int) -> int:
+    """The device address of a host function, through the device's map."""
+    e = dev.map.lookup(fn, fn + 1)
+    if e is None:
+        raise _error(dev, f"function at host address {fn:#x} is not loaded: no registered "
+                          f"offload image of kind {dev.target!r} lists it")
+    return e.dev_start
+
+
+def target(dev, fn: int, items, launch=(0, 0, 0)) -> None:
+    """GOMP_target_ext: map, run ``fn`` with the translated words, unmap."""
+    dev.ensure_init()
+    address = function_address(dev, fn)
+    region = begin(dev, items)
+    ok = False
+    try:
+        if env.settings().info & env.INFO_LAUNCH:
+            env.info(env.INFO_LAUNCH, f"device {dev.number}: run {fn:#x} launch "
+                                      f"{tuple(launch)} args {[hex(a) for a in region.args]}")
+        dev.plugin.run(dev.local, address, region.args, launch)
+        ok = True
+    finally:
+        end(region, copy_back=ok)
