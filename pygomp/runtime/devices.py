@@ -13,9 +13,10 @@ from importlib.metadata import entry_points
 from . import env, images
 from .intervals import IntervalMap
 from .mapping import INFINITY, Entry, table_dump
-from .plugin import PluginError
+from .plugin import DeviceInfo, PluginError
 
 PLUGIN_GROUP = "pygomp.plugins"
+INITIAL_INFO = DeviceInfo(name="host", kind="cpu", properties={"memory": "shared (no mapping)"})
 
 
 class OffloadError(RuntimeError):
@@ -159,8 +160,7 @@ def _discover(s: env.Settings):
                                    f"{name} has {listing}")
             chosen += [(p, i) for i in picked if (p, i) not in chosen]
     devs = [Device(n, p, i, p.devices()[i]) for n, (p, i) in enumerate(chosen)]
-    host = _plugin("host")
-    devs.append(Device(len(devs), host, 0, host.devices()[0], is_initial=True))
+    devs.append(Device(len(devs), _plugin("host"), 0, INITIAL_INFO, is_initial=True))
     return devs
 
 

@@ -1,0 +1,26 @@
+# The two commands: `make demo` and `make test` (each sets up .venv first).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench info
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[opencl,test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m pygomp info
+	$(PY) -m pygomp demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+info: $(STAMP)
+	$(PY) -m pygomp info
+
+bench: $(STAMP)
+	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done

@@ -1,0 +1,63 @@
+"""python -m pygomp {info, demo, compile}."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def info(args) -> int:
+    from .runtime import devices, env
+    s = env.settings()
+    print("plugins:")
+    for name, p in sorted(devices.plugins().items()):
+        if isinstance(p, Exception):
+            print(f"  {name}: unavailable ({p})")
+        else:
+            caps = ", ".join(sorted(p.capabilities)) or "-"
+            print(f"  {name}: target {p.target}, API v{p.api_version}, {caps}")
+    print("devices:")
+    for dev in devices.all_devices():
+        i = dev.info
+        what = "initial device (host, shared memory)" if dev.is_initial else (
+            f"{dev.plugin.name}:{dev.local} {i.kind}")
+        mem = f", {i.memory >> 20} MiB" if i.memory else ""
+        print(f"  {dev.number}: {what}: {i.name}" + (f" [{i.platform}]" if i.platform else "")
+              + mem)
+        for k, v in sorted(i.properties.items()):
+            print(f"       {k}: {v}")
+    print("settings:")
+    print(f"  OMP_TARGET_OFFLOAD = {s.target_offload.upper()}")
+    print(f"  OMP_DEFAULT_DEVICE = {devices.get_default()}")
+    print(f"  PYGOMP_DEVICES = {s.devices if s.devices is not None else '(unset: all devices)'}")
+    print(f"  PYGOMP_INFO = {s.info:#x}")
+    print(f"  PYGOMP_CACHE_DIR = {s.cache_dir}")
+    return 0
+
+
+def demo(args) -> int:
+    from .demo import main as run_demo
+    return run_demo(args.size)
+
+
+def compile_(args) -> int:
+    from .compiler.cli import main as run_compile
+    return run_compile(args.argv)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pygomp")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="plugins, devices and settings").set_defaults(func=info)
+    d = sub.add_parser("demo", help="run the examples on every device, checked against numpy")
+    d.add_argument("--size", type=int, default=0, help="problem size (0: each example's own)")
+    d.set_defaults(func=demo)
+    c = sub.add_parser("compile", help="print the generated source of the kernels in a file",
+                       add_help=False)
+    c.add_argument("argv", nargs=argparse.REMAINDER)
+    c.set_defaults(func=compile_)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
