@@ -79,8 +79,8 @@ class HostPlugin(Plugin):
         kernel = self._kernels.get(fn)
         if kernel is None:
             kernel = self._kernels[fn] = _ffi.cast(KERNEL_TYPE, fn)
-        kernel(_ffi.new("void *[]", [_ffi.cast("void *", a) for a in args] or [_ffi.NULL]),
-               _ffi.new("int64_t[3]", list(launch)))
+        words = _ffi.new("uint64_t[]", args or [0])
+        kernel(_ffi.cast("void **", words), _ffi.new("int64_t[3]", list(launch)))
 
     def target_hooks(self):
         from . import target

@@ -99,34 +99,35 @@ class Plugin:
 
     def alloc(self, dev: int, size: int) -> int:
         _check_size(size)
-        addr = self._call("alloc", dev, f"{size} bytes", self._alloc_impl, dev, size)
+        addr = self._call("alloc", dev, lambda: f"{size} bytes", self._alloc_impl, dev, size)
         if not addr:
             raise PluginError(f"{self.name} device {dev}: alloc: out of memory for {size} bytes")
         return addr
 
     def free(self, dev: int, addr: int) -> None:
-        self._call("free", dev, f"at {addr:#x}", self._free_impl, dev, addr)
+        self._call("free", dev, lambda: f"at {addr:#x}", self._free_impl, dev, addr)
 
     def host2dev(self, dev: int, dst: int, src: int, size: int) -> None:
         _check_size(size)
         if size:
-            self._call("host2dev", dev, f"{size} bytes from host {src:#x} to device {dst:#x}",
+            self._call("host2dev", dev, lambda: f"{size} bytes from host {src:#x} to device {dst:#x}",
                        self._host2dev_impl, dev, dst, src, size)
 
     def dev2host(self, dev: int, dst: int, src: int, size: int) -> None:
         _check_size(size)
         if size:
-            self._call("dev2host", dev, f"{size} bytes from device {src:#x} to host {dst:#x}",
+            self._call("dev2host", dev, lambda: f"{size} bytes from device {src:#x} to host {dst:#x}",
                        self._dev2host_impl, dev, dst, src, size)
 
     def dev2dev(self, dev: int, dst: int, src: int, size: int) -> None:
         _check_size(size)
         if size:
-            self._call("dev2dev", dev, f"{size} bytes from device {src:#x} to device {dst:#x}",
+            self._call("dev2dev", dev, lambda: f"{size} bytes from device {src:#x} to device {dst:#x}",
                        self._dev2dev_impl, dev, dst, src, size)
 
     def run(self, dev: int, fn: int, args: list[int], launch=(0, 0, 0)) -> None:
-        self._call("run", dev, f"function {fn:#x} with {len(args)} arguments, launch {tuple(launch)}",
+        self._call("run", dev, lambda: f"function {fn:#x} with {len(args)} arguments, "
+                                        f"launch {tuple(launch)}",
                    self._run_impl, dev, fn, args, launch)
 
     def target_hooks(self):
@@ -134,7 +135,9 @@ class Plugin:
         raise NotImplementedError(f"plugin {self.name} has no compiler target")
 
     def _call(self, op, dev, what, hook, *args):
-        if not 0 <= dev < self.num_devices():
+        """Run a hook; ``what`` (a string or a function giving one) describes the call
+        in the error message, and is only evaluated on failure."""
+        if not 0 <= dev < len(self.devices()):
             raise PluginError(f"{self.name}: {op}: no device {dev} "
                               f"(the plugin has {self.num_devices()})")
         try:
@@ -142,6 +145,7 @@ class Plugin:
         except PluginError:
             raise
         except Exception as e:
+            what = what() if callable(what) else what
             detail = f" {what}" if what else ""
             raise PluginError(f"{self.name} device {dev}: {op}{detail} failed: "
                               f"{type(e).__name__}: {e}") from e
