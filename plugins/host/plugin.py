@@ -18,7 +18,12 @@ _ffi.cdef("""
     int posix_memalign(void **memptr, size_t alignment, size_t size);
     void free(void *ptr);
     void *memcpy(void *dest, const void *src, size_t n);
+    void *dlopen(const char *filename, int flags);
+    void *dlsym(void *handle, const char *symbol);
+    int dlclose(void *handle);
+    char *dlerror(void);
 """)
+RTLD_NOW = 2
 _libc = _ffi.dlopen(None)
 KERNEL_TYPE = "void (*)(void **, const int64_t *)"
 ALIGNMENT = 64
@@ -38,7 +43,7 @@ class HostPlugin(Plugin):
     capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
     def __init__(self):
-        self._libs = {}          # id(image) -> (image, cffi lib)  (kept open while loaded)
+        self._libs = {}          # id(image) -> [dlopen handle, number of loads]
         self._kernels = {}       # function address -> callable
         self._lock = threading.Lock()
 
@@ -48,18 +53,28 @@ class HostPlugin(Plugin):
                            properties={"threads": cpus, "memory": "separate"})]
 
     def _load_image_impl(self, dev, image):
-        lib = _ffi.dlopen(os.fspath(image.path))
+        # The offload device and the initial device share this plugin: count the loads.
         with self._lock:
-            self._libs[id(image)] = (image, lib)
-        funcs = [int(_ffi.cast("intptr_t", _ffi.addressof(lib, n))) for n in image.functions]
-        vars_ = [int(_ffi.cast("intptr_t", _ffi.addressof(lib, n))) for n in image.variables]
-        return LoadedImage(funcs, vars_)
+            held = self._libs.get(id(image))
+            if held is None:
+                handle = _libc.dlopen(os.fsencode(image.path), RTLD_NOW)
+                if handle == _ffi.NULL:
+                    raise OSError(_ffi.string(_libc.dlerror()).decode())
+                held = self._libs[id(image)] = [handle, 0]
+            held[1] += 1
+        return LoadedImage([_symbol(held[0], n) for n in image.functions],
+                           [_symbol(held[0], n) for n in image.variables])
 
     def _unload_image_impl(self, dev, image):
         with self._lock:
-            _, lib = self._libs.pop(id(image), (None, None))
-        if lib is not None:
-            _ffi.dlclose(lib)
+            held = self._libs.get(id(image))
+            if held is None:
+                return
+            held[1] -= 1
+            if held[1]:
+                return
+            del self._libs[id(image)]
+        _libc.dlclose(held[0])
 
     def _alloc_impl(self, dev, size):
         p = _ffi.new("void **")
@@ -85,3 +100,10 @@ class HostPlugin(Plugin):
     def target_hooks(self):
         from . import target
         return target.HOOKS
+
+
+def _symbol(handle, name):
+    p = _libc.dlsym(handle, name.encode())
+    if p == _ffi.NULL:
+        raise OSError(f"symbol {name!r} not found: {_ffi.string(_libc.dlerror()).decode()}")
+    return int(_ffi.cast("intptr_t", p))

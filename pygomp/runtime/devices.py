@@ -51,9 +51,9 @@ class Device:
             if self.state == "uninitialized":
                 if not self.is_initial:
                     self.plugin.init_device(self.local)
-                self.state = "initialized"
                 for table in images.tables():
                     self._load(table)
+                self.state = "initialized"     # last: other threads test it unlocked
 
     def _load(self, table):
         if self.target not in table.images or id(table) in self.loaded:
@@ -236,8 +236,8 @@ def _ready(dev):
 
 def _on_table(event, table):
     for dev in all_devices():
-        if dev.state == "initialized":
-            with dev.lock:
+        with dev.lock:                  # waits for an initialization under way
+            if dev.state == "initialized":
                 dev._load(table) if event == "register" else dev._unload(table)
 
 

@@ -22,6 +22,7 @@ class IntervalMap:
 
     def __init__(self):
         self._entries = SortedKeyList(key=lambda e: (e.host_start, e.host_end))
+        self._memo = {}     # (start, end) -> entry or None; cleared on every change
 
     def __len__(self):
         return len(self._entries)
@@ -46,11 +47,22 @@ class IntervalMap:
         return None
 
     def find(self, start: int, end: int):
-        """`lookup`, with libgomp's rule for zero-length sections."""
+        """`lookup`, with libgomp's rule for zero-length sections; repeated queries of
+        an unchanged map are answered from a memo."""
+        key = (start, end)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
         if start != end:
-            return self.lookup(start, end)
-        return (self.lookup(start, start + 1) or self.lookup(start - 1, start)
-                or self.lookup(start, start))
+            e = self.lookup(start, end)
+        else:
+            e = (self.lookup(start, start + 1) or self.lookup(start - 1, start)
+                 or self.lookup(start, start))
+        if len(self._memo) > 4096:
+            self._memo.clear()
+        self._memo[key] = e
+        return e
 
     def insert(self, entry) -> None:
         other = self.lookup(entry.host_start, entry.host_end)
@@ -58,6 +70,8 @@ class IntervalMap:
             raise ValueError(f"[{entry.host_start:#x}..{entry.host_end:#x}) overlaps "
                              f"[{other.host_start:#x}..{other.host_end:#x}) in the map")
         self._entries.add(entry)
+        self._memo.clear()
 
     def remove(self, entry) -> None:
         self._entries.remove(entry)
+        self._memo.clear()

@@ -93,3 +93,28 @@ def is_present(kind: int) -> bool:
 def name(kind: int) -> str:
     s = NAMES.get(base(kind), str(base(kind)))
     return s + ",implicit" if is_implicit(kind) else s
+
+
+class Traits:
+    """What the runtime needs to know of a kind, computed once a kind."""
+    __slots__ = ("kind", "base", "mapping", "to", "from_", "always", "present", "implicit")
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.base = base(kind)
+        self.mapping = is_mapping(kind)
+        self.to = copies_to(kind)
+        self.from_ = copies_from(kind)
+        self.always = is_always(kind)
+        self.present = is_present(kind)
+        self.implicit = is_implicit(kind)
+
+
+_traits = {}
+
+
+def traits(kind: int) -> Traits:
+    t = _traits.get(kind)
+    if t is None:
+        t = _traits[kind] = Traits(kind)
+    return t

@@ -106,27 +106,29 @@ def _initial_word(region, it):
 
 
 def _map_item(region, it):
-    dev, plugin, local = region.dev, region.dev.plugin, region.dev.local
+    dev = region.dev
     addr, size, kind, _ = it
-    k = kinds.base(kind)
-    if k == kinds.FIRSTPRIVATE_INT:
+    t = kinds.traits(kind)
+    if t.base == kinds.FIRSTPRIVATE_INT:
         region.entries.append(None)
         region.args.append(addr & WORD)
         return
-    if k == kinds.FIRSTPRIVATE:
-        d = plugin.alloc(local, max(size, 1))
+    if t.base == kinds.FIRSTPRIVATE:
+        d = dev.plugin.alloc(dev.local, max(size, 1))
         region.temps.append(d)
-        plugin.host2dev(local, d, addr, size)
+        dev.plugin.host2dev(dev.local, d, addr, size)
         region.entries.append(None)
         region.args.append(d)
         return
-    if k == kinds.FORCE_PRESENT:
-        kind = k = kinds.PRESENT_ALLOC
-    if not kinds.is_mapping(kind):
+    if t.base == kinds.FORCE_PRESENT:
+        t = kinds.traits(kinds.PRESENT_ALLOC)
+    if not t.mapping:
         raise _error(dev, f"map kind {kinds.name(kind)} is not valid for {_range(addr, size)}")
     e = dev.map.find(addr, addr + size)
-    if e is not None:
-        if not (e.host_start <= addr and addr + size <= e.host_end) and not kinds.is_implicit(kind):
+    if e is None:
+        e = _create(region, it, t)
+    else:
+        if (addr < e.host_start or addr + size > e.host_end) and not t.implicit:
             raise _error(dev, f"trying to map {_range(addr, size)} when "
                               f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
         if not any(c is e for c in region.counted):
@@ -137,24 +139,27 @@ def _map_item(region, it):
                 e.refcount += 1
         if env.settings().info & env.INFO_REUSE:
             env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")
-        if kinds.is_always(kind) and kinds.copies_to(kind):
+        if t.always and t.to:
             _copy_to(dev, e, addr, size)
-        region.entries.append(e)
-        region.args.append(e.dev_start + (addr - e.host_start))
-        return
-    if kinds.is_present(kind):
+    region.entries.append(e)
+    region.args.append(0 if e is None else e.dev_start + (addr - e.host_start))
+
+
+def _create(region, it, t):
+    """A new entry for an absent item (None for a zero-length one: NULL on the device)."""
+    dev = region.dev
+    addr, size, kind, obj = it
+    if t.present:
         raise _error(dev, f"present: {_range(addr, size)} ({size} bytes at host address "
                           f"{addr:#x}) is not present on the device")
-    if size == 0:                       # a zero-length section not present: NULL
-        region.entries.append(None)
-        region.args.append(0)
-        return
-    d = plugin.alloc(local, size)
-    e = Entry(addr, addr + size, d, alloc=d, keepalive=it.obj)
+    if size == 0:
+        return None
+    d = dev.plugin.alloc(dev.local, size)
+    e = Entry(addr, addr + size, d, alloc=d, keepalive=obj)
     try:
         dev.map.insert(e)
     except ValueError:
-        plugin.free(local, d)
+        dev.plugin.free(dev.local, d)
         raise
     region.created.append(e)
     region.counted.append(e)
@@ -165,10 +170,9 @@ def _map_item(region, it):
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped {_range(addr, size)} "
                                f"({kinds.name(kind)}) at {d:#x}")
-    region.entries.append(e)
-    region.args.append(d)
-    if kinds.copies_to(kind):
+    if t.to:
         _copy_to(dev, e, addr, size)
+    return e
 
 
 def _copy_to(dev, e, addr, size):
@@ -231,14 +235,16 @@ def _release(dev, items, entries, copy_back):
     first_error = None
     if copy_back:
         for it, e in zip(items, entries):
-            if e is not None and kinds.copies_from(it.kind) and (
-                    e.total() == 0 or kinds.is_always(it.kind)):
+            if e is None:
+                continue
+            t = kinds.traits(it.kind)
+            if t.from_ and (t.always or e.refcount + e.dynamic_refcount == 0):
                 try:
                     _copy_from(dev, e, it.addr, it.size)
                 except Exception as err:        # keep releasing; report the first failure
                     first_error = first_error or err
-    for e in dict.fromkeys(e for e in entries if e is not None):
-        if e.total() == 0:
+    for e in dict.fromkeys(entries):
+        if e is not None and e.refcount + e.dynamic_refcount == 0:
             dev.map.remove(e)
             if env.settings().info & env.INFO_MAP:
                 env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
@@ -310,7 +316,7 @@ def update(dev, items) -> None:
 
 def function_address(dev, fn: int) -> int:
     """The device address of a host function, through the device's map."""
-    e = dev.map.lookup(fn, fn + 1)
+    e = dev.map.find(fn, fn + 1)
     if e is None:
         raise _error(dev, f"function at host address {fn:#x} is not loaded: no registered "
                           f"offload image of kind {dev.target!r} lists it")
