@@ -15,6 +15,7 @@ _lock = threading.Lock()
 _pool = None
 _writer = {}      # address -> the last task that writes it
 _readers = {}     # address -> tasks reading it since that writer
+_pending = []     # every task not yet seen done
 
 
 class Task:
@@ -67,6 +68,7 @@ def submit(fn, *args, depend=None) -> Task:
             return fn(*args)
 
         task._future = _pool.submit(body)
+        _pending[:] = [t for t in _pending if not t.done()] + [task]
         for k in reads:
             _readers.setdefault(k, []).append(task)
         for k in writes:
@@ -77,7 +79,7 @@ def submit(fn, *args, depend=None) -> Task:
 def taskwait() -> None:
     """Wait for every task submitted so far."""
     with _lock:
-        pending = list(_writer.values()) + [t for ts in _readers.values() for t in ts]
+        pending = list(_pending)
     for t in pending:
         try:
             t.wait()
