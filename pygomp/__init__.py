@@ -9,3 +9,7 @@ from .runtime.mapping import MappingError  # noqa: F401
 from .runtime.plugin import PluginError  # noqa: F401
 
 __version__ = "0.1.0"
+
+from .runtime import env as _env  # noqa: E402
+
+_env.display()

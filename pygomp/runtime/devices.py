@@ -170,12 +170,7 @@ def all_devices() -> list[Device]:
     if _devices is None:
         with _lock:
             if _devices is None:
-                s = env.settings()
-                devs = _discover(s)
-                if s.display_env:
-                    import sys
-                    print(env.display(len(devs) - 1, min(s.default_device, len(devs) - 1)),
-                          file=sys.stderr, flush=True)
+                devs = _discover(env.settings())
                 images.add_listener(_on_table)
                 atexit.register(finalize_all)
                 _devices = devs

@@ -94,17 +94,20 @@ def info(bit: int, message: str) -> None:
         print(f"pygomp: {message}", file=sys.stderr, flush=True)
 
 
-def display(num_devices: int, default_device: int) -> str:
-    """The OMP_DISPLAY_ENV block."""
+def display() -> None:
+    """Print the OMP_DISPLAY_ENV block on stderr, if asked for (once, at import)."""
+    if not os.environ.get("OMP_DISPLAY_ENV"):
+        return
     s = settings()
+    if not s.display_env:
+        return
     lines = ["OPENMP DISPLAY ENVIRONMENT BEGIN",
              "  _OPENMP = '201511'",
-             f"  OMP_DEFAULT_DEVICE = '{default_device}'",
+             f"  OMP_DEFAULT_DEVICE = '{s.default_device}'",
              f"  OMP_TARGET_OFFLOAD = '{s.target_offload.upper()}'"]
     if s.display_env == "verbose":
-        lines += [f"  PYGOMP_DEVICES = '{s.devices or ''}'",
-                  f"  PYGOMP_NUM_DEVICES = '{num_devices}'",
+        lines += [f"  PYGOMP_DEVICES = '{s.devices if s.devices is not None else ''}'",
                   f"  PYGOMP_INFO = '{s.info:#x}'",
                   f"  PYGOMP_CACHE_DIR = '{s.cache_dir}'"]
     lines.append("OPENMP DISPLAY ENVIRONMENT END")
-    return "\n".join(lines)
+    print("\n".join(lines), file=sys.stderr, flush=True)
