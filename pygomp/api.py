@@ -135,7 +135,10 @@ def omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets
 def omp_target_is_present(ptr, device_num: int) -> int:
     dev = _device(device_num)
     p = _addr(ptr)
-    return int(dev.is_initial or dev.map.find(p, p) is not None)
+    if dev.is_initial:
+        return 1
+    with dev.lock:              # the map (and its lookup memo) change under other threads
+        return int(dev.map.find(p, p) is not None)
 
 
 def omp_target_is_accessible(ptr, size: int, device_num: int) -> int:
@@ -150,8 +153,9 @@ def omp_get_mapped_ptr(ptr, device_num: int) -> int:
     p = _addr(ptr)
     if dev.is_initial:
         return p
-    e = dev.map.find(p, p)
-    return 0 if e is None else e.dev_start + (p - e.host_start)
+    with dev.lock:
+        e = dev.map.find(p, p)
+        return 0 if e is None else e.dev_start + (p - e.host_start)
 
 
 def omp_target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num) -> int:

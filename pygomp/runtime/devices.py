@@ -187,7 +187,12 @@ def initial() -> Device:
 
 def get_default() -> int:
     n = getattr(_default, "value", None)
-    return env.settings().default_device if n is None else n
+    if n is not None:
+        return n
+    s = env.settings()
+    if s.target_offload == "mandatory" and num_devices() == 0:
+        return -2           # OpenMP 5.2: omp_invalid_device, so that offloading fails
+    return s.default_device
 
 
 def set_default(n: int) -> None:

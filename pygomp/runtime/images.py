@@ -44,8 +44,12 @@ def register(table: OffloadImage) -> OffloadImage:
     with _lock:
         _tables.append(table)
         listeners = list(_listeners)
-    for f in listeners:
-        f("register", table)
+    try:
+        for f in listeners:
+            f("register", table)
+    except BaseException:       # a device could not load it: take it back everywhere
+        unregister(table)
+        raise
     return table
 
 

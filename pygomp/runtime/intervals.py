@@ -1,5 +1,7 @@
 """The interval map: host address ranges ``[start, end)`` to entries, over sortedcontainers.
 
+Not thread-safe: its owner (a device) holds a lock around every call.
+
 Two ranges hit when they overlap; a zero-length range ``[s, s)`` hits a non-empty range
 that strictly contains ``s`` and the zero-length range at ``s`` (libgomp's splay-tree
 order).  The map never holds two entries that hit each other.  `find` looks a zero-length

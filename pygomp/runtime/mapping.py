@@ -316,7 +316,8 @@ def update(dev, items) -> None:
 
 def function_address(dev, fn: int) -> int:
     """The device address of a host function, through the device's map."""
-    e = dev.map.find(fn, fn + 1)
+    with dev.lock:
+        e = dev.map.find(fn, fn + 1)
     if e is None:
         raise _error(dev, f"function at host address {fn:#x} is not loaded: no registered "
                           f"offload image of kind {dev.target!r} lists it")

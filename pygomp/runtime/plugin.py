@@ -88,6 +88,7 @@ class Plugin:
     def load_image(self, dev: int, image, n_functions: int, n_variables: int) -> LoadedImage:
         loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
         if len(loaded.functions) != n_functions or len(loaded.variables) != n_variables:
+            self.unload_image(dev, image)
             raise PluginError(
                 f"{self.name} device {dev}: load_image: image has {len(loaded.functions)} "
                 f"functions and {len(loaded.variables)} variables, the table "
