@@ -25,6 +25,10 @@ _ffi.cdef("""
 """)
 RTLD_NOW = 2
 _libc = _ffi.dlopen(None)
+_dlerror_fn = _libc.dlerror      # looked up once: a lookup itself would clear the error
+# Images built with -fopenmp use libgomp; unloading it while its idle threads live
+# crashes, so the plugin keeps it loaded for the life of the process.
+_libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
 KERNEL_TYPE = "void (*)(void **, const int64_t *)"
 ALIGNMENT = 64
 
@@ -43,7 +47,7 @@ class HostPlugin(Plugin):
     capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
     def __init__(self):
-        self._libs = {}          # id(image) -> [dlopen handle, number of loads]
+        self._libs = {}          # id(image) -> [dlopen handle, number of loads, LoadedImage]
         self._kernels = {}       # function address -> callable
         self._lock = threading.Lock()
 
@@ -59,11 +63,16 @@ class HostPlugin(Plugin):
             if held is None:
                 handle = _libc.dlopen(os.fsencode(image.path), RTLD_NOW)
                 if handle == _ffi.NULL:
-                    raise OSError(_ffi.string(_libc.dlerror()).decode())
-                held = self._libs[id(image)] = [handle, 0]
+                    raise OSError(_dlerror())
+                try:
+                    loaded = LoadedImage([_symbol(handle, n) for n in image.functions],
+                                         [_symbol(handle, n) for n in image.variables])
+                except OSError:
+                    _libc.dlclose(handle)
+                    raise
+                held = self._libs[id(image)] = [handle, 0, loaded]
             held[1] += 1
-        return LoadedImage([_symbol(held[0], n) for n in image.functions],
-                           [_symbol(held[0], n) for n in image.variables])
+            return held[2]
 
     def _unload_image_impl(self, dev, image):
         with self._lock:
@@ -102,8 +111,13 @@ class HostPlugin(Plugin):
         return target.HOOKS
 
 
+def _dlerror():
+    p = _dlerror_fn()
+    return _ffi.string(p).decode() if p != _ffi.NULL else "unknown dlerror"
+
+
 def _symbol(handle, name):
     p = _libc.dlsym(handle, name.encode())
     if p == _ffi.NULL:
-        raise OSError(f"symbol {name!r} not found: {_ffi.string(_libc.dlerror()).decode()}")
+        raise OSError(f"symbol {name!r} not found: {_dlerror()}")
     return int(_ffi.cast("intptr_t", p))
