@@ -27,12 +27,6 @@ from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import INFINITY
 from pygomp_plugins.host.plugin import HostImage, HostPlugin
 
-# Images built with -fopenmp pull libgomp in; unloading the last such image unloads
-# libgomp under its own idle worker threads (a segfault; see test_images.py's
-# test_unloading_openmp_images_keeps_libgomp).  Holding libgomp here keeps the rest of
-# the suite independent of that bug.
-_LIBGOMP = ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
-
 
 class CountingHostPlugin(HostPlugin):
     """The real host plugin; it counts what it does and remembers live allocations."""
