@@ -1,0 +1,175 @@
+"""pygomp on an OpenCL device against PyOpenCL and numpy, side by side in one run.
+
+    .venv/bin/python bench/bench_opencl.py [--n 10000000] [--repeat 20] [--device pocl]
+
+- dot (float32, float64), data present on the device, against
+  pyopencl.reduction.ReductionKernel (needs mako) and np.dot on the same CPU;
+- saxpy, data present, against a hand-written one-element-per-work-item kernel;
+- dispatch: a present-data call of a tiny kernel against a raw pyopencl enqueue of the
+  very same cl.Kernel.
+Times are the best of --repeat runs; ratios are pygomp's time over the other's.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import pygomp
+import pygomp.kernels as omp
+from pygomp.runtime import devices, mapping
+
+
+@omp.target
+def dot(x, y):
+    s = x[0] - x[0]
+    for i in omp.parallel_range(x.shape[0], reduction="+:s"):
+        s += x[i] * y[i]
+    return s
+
+
+@omp.target(map={"x": "to", "y": "tofrom"})
+def saxpy(a: np.float32, x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@omp.target(map={"y": "tofrom"})
+def touch(y):
+    for i in omp.parallel_range(y.shape[0]):
+        y[i] += 1.0
+
+
+HAND_SAXPY = """
+__kernel void hand_saxpy(float a, __global const float *x, __global float *y)
+{
+    size_t i = get_global_id(0);
+    y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def best(f, repeat):
+    f()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def duel(fs: dict, repeat):
+    """Best time of each function, measured in alternation (fair on a busy machine)."""
+    out = {k: float("inf") for k in fs}
+    for f in fs.values():
+        f()
+    for _ in range(repeat):
+        for k, f in fs.items():
+            t = time.perf_counter()
+            f()
+            out[k] = min(out[k], time.perf_counter() - t)
+    return out
+
+
+def find_device(word):
+    for d in devices.all_devices():
+        if d.plugin.name == "opencl" and d.info.matches(word):
+            return d
+    raise SystemExit(f"no OpenCL device matches {word!r}; try PYGOMP_DEVICES=opencl:{word}")
+
+
+def row(name, ours, others):
+    cells = "  ".join(f"{k} {v * 1e3:8.3f} ms (x{ours / v:5.2f})" for k, v in others.items())
+    print(f"{name:<14} pygomp {ours * 1e3:8.3f} ms   {cells}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--device", default="pocl")
+    args = ap.parse_args()
+    import pyopencl as cl
+    dev = find_device(args.device)
+    dev.ensure_init()
+    cldev, ctx, queue = dev.plugin.cl_device(dev.local)
+    print(f"device {dev.number}: {dev.info.name} ({dev.info.platform}), n = {args.n}, "
+          f"best of {args.repeat}")
+    rng = np.random.default_rng(0)
+    k = dot.on(dev.number)
+
+    try:
+        from pyopencl.reduction import ReductionKernel
+        import pyopencl.array as cla
+    except ImportError as e:
+        ReductionKernel = None
+        print(f"(no ReductionKernel: {e})")
+
+    for dtype in (np.float32, np.float64):
+        x = rng.random(args.n).astype(dtype)
+        y = rng.random(args.n).astype(dtype)
+        fs = {"np.dot": lambda: np.dot(x, y)}
+        if ReductionKernel is not None:
+            ctype = "float" if dtype == np.float32 else "double"
+            rk = ReductionKernel(ctx, dtype, neutral="0", reduce_expr="a+b",
+                                 map_expr="x[i]*y[i]",
+                                 arguments=f"__global const {ctype} *x, __global const {ctype} *y")
+            ax, ay = cla.to_device(queue, x), cla.to_device(queue, y)
+            fs["ReductionKernel"] = lambda: rk(ax, ay).get()
+        with pygomp.target_data(dev.number, to=[x, y]):
+            got = k(x, y)
+            want = float(np.dot(x.astype(np.float64), y))
+            assert abs(got - want) <= 1e-3 * abs(want), (got, want)
+            times = duel({"pygomp": lambda: k(x, y), **fs}, args.repeat)
+        ours = times.pop("pygomp")
+        row(f"dot {np.dtype(dtype).name}", ours, times)
+
+    x = rng.random(args.n).astype(np.float32)
+    y = rng.random(args.n).astype(np.float32)
+    prg = cl.Program(ctx, HAND_SAXPY).build()
+    hand = cl.Kernel(prg, "hand_saxpy")
+    hand.set_scalar_arg_dtypes([np.float32, None, None])
+    bx = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+    by = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=y)
+    s = saxpy.on(dev.number)
+    with pygomp.target_data(dev.number, to=[x], tofrom=[y]):
+        times = duel({"pygomp": lambda: s(np.float32(2.0), x, y),
+                      "hand kernel": lambda: hand(queue, (args.n,), None, np.float32(2.0),
+                                                  bx, by).wait()}, args.repeat)
+    ours = times.pop("pygomp")
+    row("saxpy float32", ours, times)
+
+    small = np.zeros(16)
+    t = touch.on(dev.number)
+    reps = max(args.repeat, 200)
+    with pygomp.target_data(dev.number, tofrom=[small]):
+        t(small)
+        fn = mapping.function_address(dev, touch.spec((small,)).symbol.address)
+        kern = dev.plugin._kernels[fn]
+        addr = dev.map.find(small.ctypes.data, small.ctypes.data + small.nbytes).dev_start
+        launch = (0, 0, 0)
+        local = dev.plugin.local_size(dev.local, kern, launch)
+        gangs = dev.plugin.default_gangs(dev.local) if "g" in kern.levels else 1
+        # raw: the same kernel, arguments set once, one enqueue and wait a call
+        dev.plugin._enqueue(dev.local, fn, [addr, small.size], launch, None).wait()
+        raw_k = kern.kernel
+        gsize = (local[0], local[1] * gangs)
+
+        def raw():
+            cl.enqueue_nd_range_kernel(queue, raw_k, gsize, local).wait()
+
+        def batch(f):
+            return lambda: [f() for _ in range(50)]
+
+        times = duel({"pygomp": batch(lambda: t(small)),
+                      "plugin.run": batch(lambda: dev.plugin.run(dev.local, fn,
+                                                                 [addr, small.size])),
+                      "raw enqueue": batch(raw)}, max(reps // 50, 4))
+    ours = times.pop("pygomp") / 50
+    row("dispatch", ours, {k: v / 50 for k, v in times.items()})
+
+
+if __name__ == "__main__":
+    main()

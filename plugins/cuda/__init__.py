@@ -1,0 +1,1 @@
+"""A CUDA target for the kernel compiler (the dialect only, for now)."""

@@ -1,0 +1,255 @@
+"""The host dialect: C with OpenMP, built by gcc into a shared object.
+
+Levels: the outermost partitioned loop of a nest that includes gang or worker runs on
+OpenMP threads (its iterations split in equal contiguous chunks, one a thread); gang and
+worker loops nested inside it run sequentially in their thread; a vector level is
+``#pragma omp simd``.  So on the host a gang is one thread, ``omp.barrier()`` has nothing
+to wait for and a team-shared array is a private array of that thread.  Launch sizes:
+``num_gangs * num_workers`` threads when given, at most OpenMP's maximum (else that);
+``vector_length`` is left to the compiler's simd width.
+
+Reductions: INIT declares a level's copy (``T s__r1g = identity``), FINI combines it into
+the enclosing copy (under ``omp critical`` where threads join), SETUP and TEARDOWN have
+nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+
+from pygomp.compiler import cache
+from pygomp.compiler import types as T
+from pygomp.compiler.emit import Dialect
+
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
+          "-fno-math-errno", "-std=gnu11"]
+
+_OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", "^": "^",
+            "and": "&&", "or": "||"}
+_FLOAT_FN32 = {"abs": "fabsf"}
+_INT_TYPES = [T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16, T.UINT32, T.UINT64]
+
+
+def _preamble():
+    out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
+           "#include <math.h>", "#include <omp.h>", ""]
+    for t in _INT_TYPES + [T.FLOAT32, T.FLOAT64, T.BOOL]:
+        n, c = t.name, t.c
+        out.append(f"static inline {c} pyg_min_{n}({c} a, {c} b) {{ return b < a ? b : a; }}")
+        out.append(f"static inline {c} pyg_max_{n}({c} a, {c} b) {{ return b > a ? b : a; }}")
+        if t.is_int and t.is_signed:
+            out.append(f"static inline {c} pyg_abs_{n}({c} a) {{ return a < 0 ? -a : a; }}")
+    out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
+               "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
+               "    int64_t m = omp_get_max_threads();\n"
+               "    return launch[0] > 0 || launch[1] > 0 ? (int)(n < m ? n : m) : (int)m;\n}")
+    return "\n".join(out) + "\n"
+
+
+_PREAMBLE = _preamble()
+
+
+class HostDialect(Dialect):
+    target = "host"
+    language = "c"
+    suffix = ".c"
+
+    def preamble(self, fn):
+        return _PREAMBLE
+
+    def call(self, name, t, args):
+        if name in ("min", "max"):
+            return f"pyg_{name}_{t.name}({', '.join(args)})"
+        if name == "abs":
+            if t.is_float:
+                return f"{'fabsf' if t == T.FLOAT32 else 'fabs'}({args[0]})"
+            if not t.is_signed:
+                return args[0]
+            return f"pyg_abs_{t.name}({args[0]})"
+        if name in ("isnan", "isinf", "isfinite"):
+            return f"({name}({args[0]}) != 0)"
+        if name == "gamma":
+            name = "tgamma"
+        return f"{name}{'f' if t == T.FLOAT32 else ''}({', '.join(args)})"
+
+    def builtin(self, em, name):
+        levels = em.state.get("threads", ())
+        if name in ("vector_id",):
+            return "0L"
+        if name == "vector_length":
+            return "1L"
+        if name in ("gang_id", "worker_id"):
+            lv = name.split("_")[0]
+            return "((int64_t)omp_get_thread_num())" if levels and levels[0] == lv else "0L"
+        lv = {"num_gangs": "gang", "num_workers": "worker"}[name]
+        return "((int64_t)omp_get_num_threads())" if levels and levels[0] == lv else "1L"
+
+    # -- kernel entry -------------------------------------------------------------
+    def kernel_open(self, em, fn):
+        from pygomp.compiler.emit import arg_words
+        em.line(f"void {fn.name}(void **args, const int64_t *launch)")
+        em.line("{")
+        with em.indent():
+            for i, (name, t, role) in enumerate(arg_words(fn)):
+                w = f"args[{i}]"
+                if role in ("array", "ret"):
+                    elem = t.elem if role == "array" else t
+                    em.line(f"{elem.c} *{name} = ({elem.c} *){w};")
+                elif t == T.FLOAT64:
+                    em.line(f"double {name}; {{ uint64_t w_ = (uint64_t)(uintptr_t){w}; "
+                            f"memcpy(&{name}, &w_, 8); }}")
+                elif t == T.FLOAT32:
+                    em.line(f"float {name}; {{ uint32_t w_ = (uint32_t)(uintptr_t){w}; "
+                            f"memcpy(&{name}, &w_, 4); }}")
+                elif t.is_bool:
+                    em.line(f"bool {name} = (uintptr_t){w} != 0;")
+                else:
+                    em.line(f"{t.c} {name} = ({t.c})(intptr_t){w};")
+            em.line("const int nthreads_ = pyg_threads(launch); (void)nthreads_;")
+
+    # -- loops and reductions ----------------------------------------------------
+    def loop(self, em, loop):
+        threaded = not em.state.get("threads") and any(
+            lv in ("gang", "worker") for lv in loop.levels)
+        simd = "vector" in loop.levels and not loop.has_sync
+        u = em.uid()
+        trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
+        em.line("{")
+        with em.indent():
+            for name, d in zip(trips, loop.dims):
+                em.line(f"const int64_t {name} = {em.trip(d)};")
+            total = " * ".join(trips)
+            for c in loop.setup:
+                em.stmt(c)
+            if threaded:
+                levels = tuple(lv for lv in loop.levels if lv != "vector")
+                em.line(f"#pragma omp parallel num_threads(nthreads_)")
+                em.line("{")
+                em.state["threads"] = levels
+                em.state["join"] = (id(loop), levels[0])
+                with em.indent():
+                    for c in loop.init:
+                        em.stmt(c)
+                    em.line("const int64_t nt_ = omp_get_num_threads(), "
+                            "t_ = omp_get_thread_num();")
+                    em.line(f"const int64_t tot_ = {total};")
+                    em.line("const int64_t lo_ = tot_ / nt_ * t_ + (t_ < tot_ % nt_ ? t_ : tot_ % nt_);")
+                    em.line("const int64_t hi_ = lo_ + tot_ / nt_ + (t_ < tot_ % nt_);")
+                    self._iterate(em, loop, simd, "lo_", "hi_", trips)
+                    for c in loop.fini:
+                        em.stmt(c)
+                em.line("}")
+                em.state["threads"] = ()
+                em.state["join"] = None
+            else:
+                for c in loop.init:
+                    em.stmt(c)
+                self._iterate(em, loop, simd, "0", total, trips)
+                for c in loop.fini:
+                    em.stmt(c)
+            for c in loop.teardown:
+                em.stmt(c)
+        em.line("}")
+
+    def _iterate(self, em, loop, simd, lo, hi, trips):
+        k = f"k{em.uid()}_"
+        if simd:
+            reds = " ".join(f"reduction({_OMP_RED[r.op]}:{r.local})" for r in loop.reductions)
+            em.line(f"#pragma omp simd {reds}".rstrip())
+        em.line(f"for (int64_t {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        with em.indent():
+            for s in em.dim_values(loop, k, trips):
+                em.line(s)
+            em.decls(loop.decls)
+            em.stmts(loop.body)
+        em.line("}")
+
+    def reduction(self, em, call):
+        if call.phase == "INIT":
+            em.line(f"{call.type.c} {call.local} = {self.identity(call.op, call.type)};")
+        elif call.phase == "FINI":
+            join = em.state.get("join")
+            combined = em.combine(call.op, call.type, call.outer, call.local)
+            if join is not None and join[1] == call.level:
+                em.line("#pragma omp critical")
+            em.line(f"{call.outer} = {combined};")
+        # SETUP and TEARDOWN: nothing on the host
+
+    def atomic_add(self, em, target, value, t):
+        em.line("#pragma omp atomic")
+        em.line(f"{target} += {value};")
+
+    def barrier(self, em):
+        em.line("/* barrier: a gang is one thread on the host */")
+
+    # -- building ------------------------------------------------------------------
+    def identity_key(self, device=None):
+        return "host:" + _machine_id()
+
+    def build(self, unit, device=None):
+        from pygomp_plugins.host.plugin import HostImage
+        k = cache.key(unit.source, self.identity_key(device), " ".join(CFLAGS))
+        data = cache.get_or_build(k, lambda: compile_c(unit.source, unit.fn.file), ".so")
+        path = cache.materialize(k, data, ".so")
+        return HostImage(path, functions=(unit.entry,))
+
+
+def compile_c(source: str, pyfile: str = "kernel") -> bytes:
+    """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
+    from pygomp.compiler.frontend import CompileError
+    gcc = os.environ.get("CC") or "gcc"
+    with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
+        src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
+        with open(src, "w") as f:
+            f.write(source)
+        try:
+            p = subprocess.run([gcc, *CFLAGS, src, "-o", so, "-lm"], capture_output=True,
+                               text=True)
+        except OSError as e:
+            raise CompileError(f"cannot run the C compiler {gcc!r}: {e}") from None
+        if p.returncode != 0 or not os.path.exists(so):
+            msg = (p.stderr or p.stdout).strip()
+            raise CompileError(f"gcc failed on the kernel from {pyfile}:\n{msg}")
+        with open(so, "rb") as f:
+            return f.read()
+
+
+_mid = None
+_libgomp = None
+
+
+def pin_libgomp():
+    """Load libgomp for good: unloading it with a kernel's shared object while its
+    thread pool lives would crash the process at exit."""
+    global _libgomp
+    if _libgomp is None:
+        import ctypes
+        try:
+            _libgomp = ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            _libgomp = False
+
+
+def _machine_id():
+    """CPU model and flags (for -march=native) and the compiler binary, without running it."""
+    global _mid
+    if _mid is None:
+        cpu = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
+        except OSError:
+            pass
+        gcc = shutil.which(os.environ.get("CC") or "gcc") or ""
+        st = os.stat(gcc) if gcc else None
+        ident = f"{platform.machine()}|{cpu}|{gcc}|{st.st_size if st else 0}|{st.st_mtime if st else 0}"
+        _mid = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return _mid
+
+
+pin_libgomp()
+HOOKS = HostDialect()

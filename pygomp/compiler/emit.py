@@ -1,0 +1,462 @@
+"""One C-family emitter; everything target-specific comes from a `Dialect`.
+
+The emitter writes expressions, statements, helpers and declarations in the C syntax the
+three languages share (C, OpenCL C, CUDA C), with ``#line`` directives so that a compiler
+error points at the Python line.  A plugin gives its dialect through
+``Plugin.target_hooks()``: a `Dialect` subclass instance (the host one is
+``pygomp_plugins.host.target.HOOKS``).
+
+Kernel arguments: one 64-bit word each, in this order (see `arg_words`):
+- an array parameter: its device address, then one word a dimension with its extent;
+- a scalar parameter: its raw bits (ints two's complement, float64 bits, float32 bits
+  zero-extended, bool 0/1);
+- last, for a kernel that returns a value: the address of a 1-element result array.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+
+from . import ir
+from . import types as T
+from .reductions import combine
+
+
+class Dialect:
+    """Target hooks of the emitter.  Override what differs; the defaults write C.
+
+    Naming: ``em`` is the `Emitter` (``em.line(text)``, ``em.expr(e)``, ``em.stmts(list)``,
+    ``em.indent()``, ``em.uid()``, ``em.state`` a dict for the dialect's own bookkeeping).
+    """
+    target = "?"            # the image kind (a key of OffloadImage.images)
+    language = "c"          # for `python -m pygomp compile`
+    suffix = ".c"
+
+    # -- text pieces -------------------------------------------------------------
+    def preamble(self, fn: ir.Function) -> str:
+        """Text before everything (includes, typedefs, helper macros)."""
+        return ""
+
+    def type_name(self, t: T.Scalar) -> str:
+        return t.c
+
+    def pointer(self, t: T.Array) -> str:
+        """The C type of a pointer to an array's elements, with its address space."""
+        return f"{self.type_name(t.elem)} *"
+
+    def const(self, value, t: T.Scalar) -> str:
+        return c_const(value, t, self.type_name(t))
+
+    def identity(self, op: str, t: T.Scalar) -> str:
+        """The identity of a reduction operator, as text."""
+        return T.IDENTITY[op](t)
+
+    def call(self, name: str, t: T.Scalar, args: list[str]) -> str:
+        """A math call by generic name (sqrt, pow, min, max, abs, isnan, ...); ``t`` is the
+        type of the arguments (the result type, except for isnan/isinf/isfinite)."""
+        return f"{name}({', '.join(args)})"
+
+    def builtin(self, em, name: str) -> str:
+        """gang_id, worker_id, vector_id, num_gangs, num_workers, vector_length."""
+        raise NotImplementedError(name)
+
+    # -- functions ---------------------------------------------------------------
+    def helper_open(self, em, fn: ir.Function, params: list[str]) -> None:
+        """Open a declare_target helper (``params`` are C parameter declarations)."""
+        ret = "void" if fn.ret is T.VOID else self.type_name(fn.ret)
+        em.line(f"static {ret} {fn.name}({', '.join(params) or 'void'})")
+        em.line("{")
+
+    def kernel_open(self, em, fn: ir.Function) -> None:
+        """Open the kernel entry point and define every name of `arg_words` from the
+        arguments (and the result pointer ``fn.ret_param``)."""
+        raise NotImplementedError
+
+    def kernel_close(self, em, fn: ir.Function) -> None:
+        em.line("}")
+
+    def kernel_return(self, em, fn: ir.Function, value: str | None) -> None:
+        """``return value`` at the top level of a kernel."""
+        if value is not None:
+            em.line(f"*{fn.ret_param} = {value};")
+        em.line("return;")
+
+    # -- declarations, statements -------------------------------------------------
+    def store(self, em, target: str, value: str) -> None:
+        """An assignment to an array element (a dialect may guard it)."""
+        em.line(f"{target} = {value};")
+
+    def array_decl(self, em, name: str, t: T.Array) -> None:
+        """Declare a private (one a thread) or local (one a gang) array of t.shape."""
+        em.line(f"{self.type_name(t.elem)} {name}[{math.prod(t.shape)}];")
+
+    def loop(self, em, loop: ir.ParLoop) -> None:
+        """Lower a partitioned loop: its reductions' SETUP/INIT/FINI/TEARDOWN calls
+        (``loop.setup`` ...), the iteration over ``loop.dims`` (use `Emitter.trip` and
+        `Emitter.dim_values`), the private declarations ``loop.decls`` (`Emitter.decls`)
+        and the body (``em.stmts(loop.body)``)."""
+        raise NotImplementedError
+
+    def reduction(self, em, call: ir.RedCall) -> None:
+        """One of the four reduction calls (see `pygomp.compiler.reductions`)."""
+        raise NotImplementedError
+
+    def atomic_add(self, em, target: str, value: str, t: T.Scalar) -> None:
+        raise NotImplementedError
+
+    def barrier(self, em) -> None:
+        raise NotImplementedError
+
+    # -- building ----------------------------------------------------------------
+    def identity_key(self, device=None) -> str:
+        """What identifies the compiler and the device for the cache key."""
+        return self.target
+
+    def build(self, unit: "Unit", device=None):
+        """Turn the source into the plugin's image payload (cached on disk)."""
+        raise NotImplementedError
+
+
+@dataclass
+class Unit:
+    """The generated source of one kernel specialization."""
+    source: str
+    entry: str                  # the kernel's symbol name
+    words: list                 # arg_words(fn)
+    ret: object                 # the result type, or T.VOID
+    fn: ir.Function = field(repr=False, default=None)
+    dialect: Dialect = field(repr=False, default=None)
+
+
+def arg_words(fn: ir.Function):
+    """[(C name, type, role)] a word; role is "array", "shape", "scalar" or "ret"."""
+    out = []
+    for name, t in fn.params:
+        if isinstance(t, T.Array):
+            out.append((name, t, "array"))
+            out += [(f"{name}__s{k}", T.INT64, "shape") for k in range(t.ndim)]
+        else:
+            out.append((name, t, "scalar"))
+    if fn.ret is not T.VOID:
+        out.append((fn.ret_param, fn.ret, "ret"))
+    return out
+
+
+def c_const(value, t: T.Scalar, tname: str) -> str:
+    if t.is_bool:
+        return "1" if value else "0"
+    if t.is_float:
+        v = float(value)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        text = repr(v)
+        if "e" not in text and "." not in text:
+            text += ".0"
+        text += "f" if t == T.FLOAT32 else ""
+        return f"({text})" if v < 0 else text
+    v = int(value)
+    if t == T.INT64:
+        if v == -2**63:
+            return "(-9223372036854775807L - 1)"
+        return f"{v}L" if v >= 0 else f"({v}L)"
+    if t == T.UINT64:
+        return f"{v % 2**64}UL"
+    if t == T.UINT32:
+        return f"{v % 2**32}U"
+    if t == T.INT32:
+        return str(v) if v >= 0 else f"({v})"
+    return f"(({tname}){v})"
+
+
+class Emitter:
+    def __init__(self, dialect: Dialect, fn: ir.Function):
+        self.d = dialect
+        self.fn = fn
+        self.out = []
+        self.depth = 0
+        self.last = None
+        self.state = {}
+        self._uid = 0
+        self.cur = fn               # the function being emitted
+
+    # -- text ---------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.out.append("    " * self.depth + text if text and not text.startswith("#") else text)
+
+    @contextlib.contextmanager
+    def indent(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def at(self, line: int) -> None:
+        if line and line != self.last:
+            path = self.cur.file.replace("\\", "\\\\").replace('"', '\\"')
+            self.out.append(f'#line {line} "{path}"')
+            self.last = line
+
+    def uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    def type(self, t) -> str:
+        return self.d.type_name(t)
+
+    # -- functions ------------------------------------------------------------
+    def unit(self) -> Unit:
+        fn = self.fn
+        pre = self.d.preamble(fn)
+        if pre:
+            self.out.append(pre.rstrip("\n"))
+            self.out.append("")
+        for h in fn.helpers:
+            self.helper(h)
+        self.cur = fn
+        self.last = None
+        self.at(fn.line)
+        self.d.kernel_open(self, fn)
+        with self.indent():
+            self.decls(fn.decls)
+            self.stmts(fn.body)
+        self.d.kernel_close(self, fn)
+        return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d)
+
+    def helper(self, h: ir.Function) -> None:
+        self.cur, self.last = h, None
+        params = []
+        for name, t in h.params:
+            if isinstance(t, T.Array):
+                params.append(f"{self.d.pointer(t)}{name}")
+                if not t.shape:
+                    params += [f"{self.type(T.INT64)} {name}__s{k}" for k in range(t.ndim)]
+            else:
+                params.append(f"{self.type(t)} {name}")
+        self.at(h.line)
+        self.d.helper_open(self, h, params)
+        with self.indent():
+            self.decls(h.decls)
+            self.stmts(h.body)
+        self.line("}")
+        self.line("")
+
+    def decls(self, decls) -> None:
+        """Declare variables (zero-initialized) and arrays, each under its Python line."""
+        for name, t in decls:
+            self.at(self.cur.decl_lines.get(name, 0))
+            if isinstance(t, T.Array):
+                self.d.array_decl(self, name, t)
+            elif t is not None:
+                self.line(f"{self.type(t)} {name} = {self.d.const(0, t)};")
+
+    # -- statements ----------------------------------------------------------
+    def stmts(self, body) -> None:
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        self.at(s.line)
+        getattr(self, "s_" + type(s).__name__)(s)
+
+    def s_Assign(self, s):
+        if isinstance(s.target, ir.Index):
+            self.d.store(self, self.expr(s.target), self.expr(s.value))
+        else:
+            self.line(f"{self.expr(s.target)} = {self.expr(s.value)};")
+
+    def s_ExprStmt(self, s):
+        self.line(f"(void){self.expr(s.expr)};")
+
+    def s_If(self, s):
+        self.line(f"if ({self.expr(s.cond)}) {{")
+        with self.indent():
+            self.stmts(s.body)
+        orelse = s.orelse
+        while len(orelse) == 1 and isinstance(orelse[0], ir.If):
+            self.at(orelse[0].line)
+            self.line(f"}} else if ({self.expr(orelse[0].cond)}) {{")
+            with self.indent():
+                self.stmts(orelse[0].body)
+            orelse = orelse[0].orelse
+        if orelse:
+            self.line("} else {")
+            with self.indent():
+                self.stmts(orelse)
+        self.line("}")
+
+    def s_While(self, s):
+        self.line(f"while ({self.expr(s.cond)}) {{")
+        with self.indent():
+            self.stmts(s.body)
+        self.line("}")
+
+    def s_For(self, s):
+        i64 = self.type(T.INT64)
+        u = self.uid()
+        stop, step = self.expr(s.stop), self.expr(s.step)
+        self.line("{")
+        with self.indent():
+            self.line(f"const {i64} __stop{u} = {stop};")
+            if isinstance(s.step, ir.Const):
+                cmp = f"{s.var} < __stop{u}" if s.step.value > 0 else f"{s.var} > __stop{u}"
+                inc = f"{s.var} += {step}"
+            else:
+                self.line(f"const {i64} __step{u} = {step};")
+                cmp = f"(__step{u} > 0 ? {s.var} < __stop{u} : {s.var} > __stop{u})"
+                inc = f"{s.var} += __step{u}"
+            self.line(f"for ({s.var} = {self.expr(s.start)}; {cmp}; {inc}) {{")
+            with self.indent():
+                self.stmts(s.body)
+            self.line("}")
+        self.line("}")
+
+    def s_ParLoop(self, s):
+        self.d.loop(self, s)
+
+    def s_RedCall(self, s):
+        self.d.reduction(self, s)
+
+    def s_Break(self, s):
+        self.line("break;")
+
+    def s_Continue(self, s):
+        self.line("continue;")
+
+    def s_Return(self, s):
+        v = None if s.value is None else self.expr(s.value)
+        if self.cur.is_kernel:
+            self.d.kernel_return(self, self.cur, v)
+        else:
+            self.line("return;" if v is None else f"return {v};")
+
+    def s_Barrier(self, s):
+        self.d.barrier(self)
+
+    def s_AtomicAdd(self, s):
+        self.d.atomic_add(self, self.expr(s.target), self.expr(s.value), s.target.type)
+
+    def s_ArrayInit(self, s):
+        if s.zero:
+            u = self.uid()
+            n = math.prod(s.type.shape)
+            zero = self.d.const(0, s.type.elem)
+            self.line(f"for (int __z{u} = 0; __z{u} < {n}; ++__z{u}) {s.name}[__z{u}] = {zero};")
+
+    # -- loops: helpers for dialects --------------------------------------------
+    def trip(self, d: ir.Dim) -> str:
+        """The iteration count of a dimension, as text (>= 0)."""
+        start, stop, step = self.expr(d.start), self.expr(d.stop), self.expr(d.step)
+        if isinstance(d.start, ir.Const) and d.start.value == 0 and \
+                isinstance(d.step, ir.Const) and d.step.value == 1:
+            return f"({stop} > 0 ? {stop} : 0)"
+        if isinstance(d.step, ir.Const) and d.step.value == 1:
+            return f"({stop} > {start} ? {stop} - {start} : 0)"
+        if isinstance(d.step, ir.Const) and d.step.value > 0:
+            return f"({stop} > {start} ? ({stop} - {start} + {step} - 1) / {step} : 0)"
+        return (f"({step} > 0 ? ({stop} > {start} ? ({stop} - {start} + {step} - 1) / {step} : 0)"
+                f" : ({stop} < {start} ? ({start} - {stop} - {step} - 1) / (-{step}) : 0))")
+
+    def dim_values(self, loop: ir.ParLoop, k: str, trips: list[str]) -> list[str]:
+        """C statements that set each loop variable from the flat iteration number ``k``
+        (``trips`` are the names holding each dimension's trip count)."""
+        i64 = self.type(T.INT64)
+        out = []
+        dims = loop.dims
+        if len(dims) == 1:
+            return [f"const {i64} {dims[0].var} = {self._at(dims[0], k)};"]
+        rem = f"__rem{self.uid()}"
+        out.append(f"{i64} {rem} = {k};")
+        for j in reversed(range(len(dims))):
+            d = dims[j]
+            idx = f"{rem} % {trips[j]}" if j else rem
+            out.append(f"const {i64} {d.var} = {self._at(d, '(' + idx + ')')};")
+            if j:
+                out.append(f"{rem} /= {trips[j]};")
+        return out
+
+    def _at(self, d, k):
+        start, step = d.start, d.step
+        s = "" if isinstance(start, ir.Const) and start.value == 0 else f"{self.expr(start)} + "
+        if isinstance(step, ir.Const) and step.value == 1:
+            return f"{s}{k}"
+        return f"{s}{k} * {self.expr(step)}"
+
+    def combine(self, op: str, t: T.Scalar, a: str, b: str) -> str:
+        """``a OP b`` for a reduction operator, as text."""
+        return self.expr(combine(op, t, ir.Var(a, type=t), ir.Var(b, type=t)))
+
+    # -- expressions -----------------------------------------------------------
+    def expr(self, e) -> str:
+        return getattr(self, "e_" + type(e).__name__)(e)
+
+    def e_Const(self, e):
+        return self.d.const(e.value, e.type)
+
+    def e_Var(self, e):
+        return e.name
+
+    def e_ArrayRef(self, e):
+        return e.name
+
+    def e_Shape(self, e):
+        return f"{e.array.name}__s{e.dim}"
+
+    def e_Index(self, e):
+        a = e.array
+        t = a.type
+        flat = None
+        for k, i in enumerate(e.indices):
+            x = self.expr(i)
+            if flat is None:
+                flat = x
+            else:
+                ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}"
+                flat = f"({flat}) * {ext} + {x}"
+        return f"{a.name}[{flat}]"
+
+    def e_BinOp(self, e):
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def e_Unary(self, e):
+        return f"({e.op}{self.expr(e.operand)})"
+
+    def e_Compare(self, e):
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def e_Logical(self, e):
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def e_Select(self, e):
+        return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
+
+    def e_Cast(self, e):
+        if e.type.is_bool:
+            return f"({self.expr(e.operand)} != 0)"
+        return f"(({self.type(e.type)}){self.expr(e.operand)})"
+
+    def e_Call(self, e):
+        argt = e.args[0].type if e.args else e.type
+        return self.d.call(e.fn, argt, [self.expr(a) for a in e.args])
+
+    def e_Builtin(self, e):
+        return self.d.builtin(self, e.name)
+
+    def e_HelperCall(self, e):
+        args = []
+        for a in e.args:
+            if isinstance(a, ir.ArrayRef):
+                args.append(a.name)
+                if not a.type.shape:
+                    args += [f"{a.name}__s{k}" for k in range(a.type.ndim)]
+            else:
+                args.append(self.expr(a))
+        return f"{e.fn.name}({', '.join(args)})"
+
+
+def emit(fn: ir.Function, dialect: Dialect) -> Unit:
+    """The source of a kernel (with its helpers) in ``dialect``."""
+    return Emitter(dialect, fn).unit()

@@ -1,0 +1,108 @@
+"""The names a kernel uses (``omp.gang``, ``omp.barrier``, ...).
+
+The compiler recognizes these objects by identity. Called from plain Python they run
+sequentially, so a kernel's ``py_func`` still works as ordinary (slow) Python code.
+
+Loops (each takes ``range``'s arguments, plus the clauses ``reduction="op:var[,var]"``
+(several groups separated by ``;``), ``private="a,b"`` and ``collapse=k``):
+
+- ``gang(n)``: iterations spread over gangs (OpenMP teams, OpenCL work-groups)
+- ``worker(n)``: over the workers of a gang (OpenMP threads of a team)
+- ``vector(n)``: over vector lanes (simd)
+- ``parallel_range(n)``: over all three levels ("teams distribute parallel for simd")
+
+Thread numbers: ``gang_id()``, ``worker_id()``, ``vector_id()``, ``num_gangs()``,
+``num_workers()``, ``vector_length()``.  Memory: ``shared_array(shape, dtype)`` (one array
+per gang, shared by its workers), ``barrier()`` (all workers of a gang),
+``atomic_add(array, index, value)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def gang(*args, reduction=None, private=None, collapse=1):
+    """A loop partitioned over gangs (teams)."""
+    return range(*args)
+
+
+def worker(*args, reduction=None, private=None, collapse=1):
+    """A loop partitioned over the workers of a gang (threads)."""
+    return range(*args)
+
+
+def vector(*args, reduction=None, private=None, collapse=1):
+    """A loop partitioned over vector lanes (simd)."""
+    return range(*args)
+
+
+def parallel_range(*args, reduction=None, private=None, collapse=1):
+    """A loop partitioned over gangs, workers and vector lanes."""
+    return range(*args)
+
+
+def shared_array(shape, dtype):
+    """An array shared by the workers of one gang (team-local memory)."""
+    return np.zeros(shape, dtype)
+
+
+def barrier():
+    """Wait for every worker of the gang."""
+
+
+def atomic_add(array, index, value):
+    """array[index] += value, atomically."""
+    array[index] += value
+
+
+def gang_id():
+    return 0
+
+
+def worker_id():
+    return 0
+
+
+def vector_id():
+    return 0
+
+
+def num_gangs():
+    return 1
+
+
+def num_workers():
+    return 1
+
+
+def vector_length():
+    return 1
+
+
+LOOPS = {gang: ("gang",), worker: ("worker",), vector: ("vector",),
+         parallel_range: ("gang", "worker", "vector")}
+BUILTINS = {gang_id: "gang_id", worker_id: "worker_id", vector_id: "vector_id",
+            num_gangs: "num_gangs", num_workers: "num_workers",
+            vector_length: "vector_length"}
+
+
+class DeclareTarget:
+    """A helper function callable from kernels (``@omp.declare_target``); it stays
+    callable from Python."""
+
+    def __init__(self, fn):
+        self.py_func = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.py_func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<declare_target {self.py_func.__qualname__}>"
+
+
+def declare_target(fn):
+    """Make ``fn`` callable from kernels (it is compiled for each device as needed)."""
+    return fn if isinstance(fn, DeclareTarget) else DeclareTarget(fn)

@@ -1,0 +1,163 @@
+"""Types of the kernel language: scalars, arrays (with an address space) and their rules.
+
+Promotion follows numpy (NEP 50): two typed operands promote as numpy does; a Python
+literal is "weak" and takes the type of the other operand (``x[i] * 2.0`` stays float32
+when ``x`` is float32).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str          # numpy name: "float32", "int64", "bool", ...
+    c: str             # C type name
+
+    @property
+    def dtype(self):
+        return np.dtype(self.name)
+
+    @property
+    def is_float(self):
+        return self.name.startswith("float")
+
+    @property
+    def is_int(self):
+        return self.name.startswith(("int", "uint"))
+
+    @property
+    def is_signed(self):
+        return self.name.startswith("int")
+
+    @property
+    def is_bool(self):
+        return self.name == "bool"
+
+    @property
+    def size(self):
+        return self.dtype.itemsize
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class Array:
+    """An n-d C-contiguous array; ``space`` is global (mapped), local (team-shared) or
+    private (a local array of one thread)."""
+    elem: Scalar
+    ndim: int
+    space: str = "global"
+    shape: tuple = ()          # compile-time shape of local/private arrays, () otherwise
+
+    def __str__(self):
+        sp = "" if self.space == "global" else f", {self.space}"
+        return f"array({self.elem}, {self.ndim}d{sp})"
+
+
+@dataclass(frozen=True)
+class Void:
+    name: str = "void"
+
+    def __str__(self):
+        return "void"
+
+
+def _s(name, c):
+    return Scalar(name, c)
+
+
+BOOL = _s("bool", "bool")
+INT8, INT16, INT32, INT64 = (_s("int8", "int8_t"), _s("int16", "int16_t"),
+                             _s("int32", "int32_t"), _s("int64", "int64_t"))
+UINT8, UINT16, UINT32, UINT64 = (_s("uint8", "uint8_t"), _s("uint16", "uint16_t"),
+                                 _s("uint32", "uint32_t"), _s("uint64", "uint64_t"))
+FLOAT32, FLOAT64 = _s("float32", "float"), _s("float64", "double")
+VOID = Void()
+
+SCALARS = {t.name: t for t in (BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32,
+                               UINT64, FLOAT32, FLOAT64)}
+REDUCIBLE = (INT32, INT64, FLOAT32, FLOAT64)
+
+
+def scalar(x) -> Scalar:
+    """The Scalar for a dtype, a numpy type, a Python type or a name."""
+    if isinstance(x, Scalar):
+        return x
+    if x is float:
+        return FLOAT64
+    if x is int:
+        return INT64
+    if x is bool:
+        return BOOL
+    try:
+        name = np.dtype(x).name
+    except TypeError:
+        raise TypeError(f"not a kernel scalar type: {x!r}") from None
+    if name not in SCALARS:
+        raise TypeError(f"unsupported dtype {name}: use bool, int8..int64, uint8..uint64, "
+                        f"float32 or float64")
+    return SCALARS[name]
+
+
+def of_value(v):
+    """The kernel type of a Python argument value (for specialization)."""
+    if isinstance(v, np.ndarray):
+        return Array(scalar(v.dtype), v.ndim)
+    if isinstance(v, (bool, np.bool_)):
+        return BOOL
+    if isinstance(v, np.generic):
+        return scalar(v.dtype)
+    if isinstance(v, int):
+        return INT64
+    if isinstance(v, float):
+        return FLOAT64
+    raise TypeError(f"unsupported kernel argument of type {type(v).__name__}: "
+                    f"pass numpy arrays, ints, floats, bools or numpy scalars")
+
+
+def promote(a: Scalar, b: Scalar) -> Scalar:
+    if a == b:
+        return a
+    return scalar(np.promote_types(a.dtype, b.dtype))
+
+
+def promote_weak(t: Scalar, weak: Scalar) -> Scalar:
+    """Type of ``t op literal`` where the literal's own type is ``weak`` (int64/float64/bool)."""
+    if weak.is_bool:
+        return t
+    if weak.is_int:
+        return t if not t.is_bool else INT64
+    return t if t.is_float else FLOAT64
+
+
+def can_assign(dst: Scalar, src: Scalar) -> bool:
+    """Implicit conversions allowed on assignment: anything but float -> int/bool."""
+    return not (src.is_float and not dst.is_float)
+
+
+IDENTITY = {   # reduction operator -> identity, as a function of the type
+    "+": lambda t: "0",
+    "*": lambda t: "1",
+    "max": lambda t: _limit(t, low=True),
+    "min": lambda t: _limit(t, low=False),
+    "&": lambda t: "~0" if t.is_int else "1",
+    "|": lambda t: "0",
+    "^": lambda t: "0",
+    "and": lambda t: "1",
+    "or": lambda t: "0",
+}
+
+
+def _limit(t: Scalar, low: bool) -> str:
+    if t.is_float:
+        return ("-" if low else "") + ("INFINITY")
+    info = np.iinfo(t.dtype)
+    v = info.min if low else info.max
+    if t == INT64 and low:
+        return "(-9223372036854775807L - 1)"
+    suffix = {"int64": "L", "uint64": "UL", "uint32": "U"}.get(t.name, "")
+    return f"{v}{suffix}"

@@ -1,0 +1,528 @@
+"""Python kernels on every device, checked against numpy."""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pygomp
+import pygomp.kernels as omp
+
+sys.path.insert(0, os.path.dirname(__file__))
+import kernels_reduce  # noqa: E402
+
+RED_TYPES = [np.int32, np.int64, np.float32, np.float64]
+G, C = 37, 53
+LEVELS = ["gang", "worker", "vector", "parallel_range", "gang>vector", "gang>worker"]
+
+
+# -- kernels (module level: each compiles once a signature) ---------------------------
+
+@omp.target(map={"x": "to", "y": "tofrom"})
+def saxpy(a: float, x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@omp.target
+def dot(x, y):
+    s = 0.0
+    for i in omp.parallel_range(x.shape[0], reduction="+:s"):
+        s += x[i] * y[i]
+    return s
+
+
+@omp.target(map={"A": "to", "x": "to", "y": "from"})
+def matvec(A, x, y):
+    for i in omp.gang(A.shape[0]):
+        s = 0.0
+        for j in omp.vector(A.shape[1], reduction="+:s"):
+            s += A[i, j] * x[j]
+        y[i] = s
+
+
+@omp.target
+def amax(x):
+    m = -math.inf
+    for i in omp.parallel_range(x.shape[0], reduction="max:m"):
+        m = max(m, x[i])
+    return m
+
+
+@omp.target
+def all_positive(x):
+    ok = True
+    for i in omp.parallel_range(x.shape[0], reduction="and:ok"):
+        ok = ok and x[i] > 0
+    return ok
+
+
+@omp.declare_target
+def clamp(v, lo, hi):
+    if v < lo:
+        return lo
+    elif v > hi:
+        return hi
+    return v
+
+
+@omp.declare_target
+def row_sum(a, i):
+    s = 0.0
+    for j in range(a.shape[1]):
+        s += a[i, j]
+    return s
+
+
+@omp.target
+def control(x, out):
+    """if/elif/else, while, break, continue, conditional expressions, helpers."""
+    for i in omp.gang(x.shape[0]):
+        v = x[i]
+        k = 0
+        while k < 100:
+            k += 1
+            if k % 3 == 0:
+                continue
+            if k > int(abs(v)):
+                break
+        t = v * 2 if v > 0 else -v
+        if v > 5:
+            r = 1.0
+        elif v > 0:
+            r = 2.0
+        else:
+            r = 3.0
+        out[i, 0] = k
+        out[i, 1] = t
+        out[i, 2] = r
+        out[i, 3] = clamp(v, -1.0, 1.0)
+        out[i, 4] = min(v, 0.5, t)
+        out[i, 5] = max(abs(v), 2)
+
+
+@omp.target
+def mathfns(x, out):
+    for i in omp.parallel_range(x.shape[0]):
+        v = x[i]
+        out[i, 0] = math.sqrt(v)
+        out[i, 1] = np.exp(-v)
+        out[i, 2] = math.log(v) + np.log2(v) + math.log10(v)
+        out[i, 3] = math.sin(v) * np.cos(v) + math.tanh(v)
+        out[i, 4] = math.atan2(v, 2.0) + np.arctan(v)
+        out[i, 5] = v ** 2 + v ** 0.5 + math.pow(v, 1.5)
+        out[i, 6] = math.floor(v) + np.ceil(v) + math.pi
+        out[i, 7] = (v // 0.3) + (v % 0.3) + np.hypot(v, 1.0)
+
+
+@omp.target
+def intops(a, b, out):
+    for i in omp.parallel_range(a.shape[0]):
+        out[i, 0] = a[i] // b[i]
+        out[i, 1] = a[i] % b[i]
+        out[i, 2] = a[i] * b[i] - (a[i] << 2) + (a[i] >> 1)
+        out[i, 3] = (a[i] & b[i]) | (a[i] ^ 5)
+        out[i, 4] = -a[i] if a[i] < b[i] else ~a[i]
+
+
+@omp.target
+def ranks(a3, b1, out):
+    """A 3-d array, shapes, a private local array, len()."""
+    n0, n1, n2 = a3.shape
+    for i in omp.gang(n0):
+        acc = np.zeros(4, np.float64)
+        for j in range(n1):
+            for k in range(n2):
+                acc[(j + k) % 4] += a3[i, j, k]
+        for q in range(4):
+            out[i, q] = acc[q] + b1[len(b1) - 1]
+
+
+@omp.target
+def typed(u8, bl, i64, f32, out):
+    for i in omp.parallel_range(u8.shape[0]):
+        out[i] = f32[i] * 2.0 + u8[i] + (1 if bl[i] else 0) + i64[i] // 2
+
+
+@omp.target
+def collapse2(a):
+    for i in omp.parallel_range(a.shape[0], collapse=2):
+        for j in range(a.shape[1]):
+            a[i, j] = i * 1000 + j
+
+
+@omp.target
+def strided(a, out):
+    for i in omp.gang(2, a.shape[0], 3):
+        out[i] = a[i] + 1.0
+    for j in range(a.shape[0] - 1, -1, -2):
+        out[j] += 10.0
+
+
+@omp.target
+def private_clause(a, out):
+    t = 0.0
+    for i in omp.parallel_range(a.shape[0], private="t"):
+        t = a[i] * 2
+        out[i] = t + 1
+
+
+@omp.target(map={"x": "to", "hist": "tofrom"})
+def histogram(x, hist):
+    nb = hist.shape[0]
+    for i in omp.parallel_range(x.shape[0]):
+        omp.atomic_add(hist, x[i] % nb, 1)
+
+
+@omp.target
+def atomic_float(x, acc):
+    for i in omp.parallel_range(x.shape[0]):
+        omp.atomic_add(acc, 0, x[i])
+
+
+@omp.target(map={"a": "to", "b": "from"})
+def transpose(a, b):
+    n, m = a.shape
+    tn, tm = (n + 7) // 8, (m + 7) // 8
+    for t in omp.gang(tn * tm):
+        i0, j0 = (t // tm) * 8, (t % tm) * 8
+        tile = omp.shared_array((8, 9), np.float64)
+        for r in omp.worker(8):
+            for c in omp.vector(8):
+                if i0 + r < n and j0 + c < m:
+                    tile[r, c] = a[i0 + r, j0 + c]
+        omp.barrier()
+        for c in omp.worker(8):
+            for r in omp.vector(8):
+                if i0 + r < n and j0 + c < m:
+                    b[j0 + c, i0 + r] = tile[r, c]
+
+
+@omp.target
+def ids(out):
+    for g in omp.gang(out.shape[0]):
+        out[g, 0] = omp.gang_id()
+        out[g, 1] = omp.num_gangs()
+        out[g, 2] = omp.worker_id()
+        out[g, 3] = omp.num_workers()
+        out[g, 4] = omp.vector_id()
+        out[g, 5] = omp.vector_length()
+
+
+@omp.target
+def count_int(x, t: int):
+    c = 0
+    for i in omp.parallel_range(x.shape[0], reduction="+:c"):
+        if x[i] > t:
+            c += 1
+    return c
+
+
+@omp.target(map={"y": "tofrom"})
+def inc(y):
+    for i in omp.parallel_range(y.shape[0]):
+        y[i] += 1.0
+
+
+@omp.target(num_gangs=2, num_workers=1)
+def fill_sized(y, v: float):
+    for i in omp.parallel_range(y.shape[0]):
+        y[i] = v
+
+
+@omp.declare_target
+def total(a, n):
+    s = 0.0
+    for k in range(n):
+        s += a[k]
+    return s
+
+
+@omp.target
+def helper_spaces(x, out):
+    """One helper called with a global and a team-shared array: two specializations."""
+    for g in omp.gang(out.shape[0]):
+        tile = omp.shared_array(8, np.float64)
+        for w in omp.worker(8):
+            tile[w] = x[g * 8 + w] * 2.0
+        omp.barrier()
+        out[g] = total(tile, 8) - total(x, 8)
+
+
+@omp.target
+def scalars(out, a: np.int32, b: np.uint64, c: np.float32, d: bool, e: np.int8, f: float):
+    for i in omp.gang(1):
+        out[0] = a
+        out[1] = b
+        out[2] = c
+        out[3] = 1 if d else 0
+        out[4] = e
+        out[5] = f
+
+
+# -- tests ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_saxpy(device, dtype):
+    rng = np.random.default_rng(0)
+    x, y = rng.random(10007).astype(dtype), rng.random(10007).astype(dtype)
+    ref = dtype(2.5) * x + y
+    saxpy.on(device)(2.5, x, y)
+    np.testing.assert_allclose(y, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_gang_sum(device, dtype):
+    rng = np.random.default_rng(1)
+    x, y = rng.random(100003).astype(dtype), rng.random(100003).astype(dtype)
+    r = dot.on(device)(x, y)
+    assert isinstance(r, float)
+    assert r == pytest.approx(float(np.dot(x.astype(np.float64), y)), rel=1e-4)
+
+
+def test_matvec_vector_sum_in_gangs(device):
+    rng = np.random.default_rng(2)
+    A, x = rng.random((301, 257)), rng.random(257)
+    y = np.zeros(301)
+    matvec.on(device)(A, x, y)
+    np.testing.assert_allclose(y, A @ x, rtol=1e-12)
+
+
+def test_max_and_logical_and(device):
+    x = np.random.default_rng(3).normal(size=50001)
+    assert amax.on(device)(x) == x.max()
+    assert all_positive.on(device)(np.abs(x) + 1) is True
+    assert all_positive.on(device)(x) is False
+
+
+@pytest.mark.parametrize("dtype", RED_TYPES, ids=lambda t: np.dtype(t).name)
+def test_reductions_every_op_and_level(device, dtype):
+    rng = np.random.default_rng(4)
+    x = rng.integers(-40, 100, G * C).astype(dtype)
+    x[x == 0] = 3
+    x[100] = 7
+    p = np.ones(G * C, dtype)
+    p[rng.choice(G * C, 12, replace=False)] = 2
+    p[rng.choice(G * C, 3, replace=False)] = -1
+    out = np.zeros((6, 6), dtype)
+    kernels_reduce.reduce_all.on(device)(x, p, G, C, out)
+    ref = [x.sum(dtype=dtype), p.prod(dtype=dtype), x.max(), x.min(), 0, 1]
+    for lv, name in enumerate(LEVELS):
+        for k, op in enumerate(["+", "*", "max", "min", "and", "or"]):
+            assert out[lv, k] == ref[k], f"{np.dtype(dtype).name} {op} at level {name}"
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64], ids=lambda t: np.dtype(t).name)
+def test_bitwise_reductions_every_level(device, dtype):
+    x = (np.random.default_rng(5).integers(0, 1 << 20, G * C) | 0x50000).astype(dtype)
+    out = np.zeros((6, 3), dtype)
+    kernels_reduce.reduce_bits.on(device)(x, G, C, out)
+    ref = [np.bitwise_and.reduce(x), np.bitwise_or.reduce(x), np.bitwise_xor.reduce(x)]
+    for lv, name in enumerate(LEVELS):
+        for k, op in enumerate("&|^"):
+            assert out[lv, k] == ref[k], f"{op} at level {name}"
+
+
+def test_control_flow_and_helpers(device):
+    x = np.array([-3.5, -0.2, 0.0, 0.7, 4.2, 9.9, 25.0])
+    out = np.zeros((x.size, 6))
+    control.on(device)(x, out)
+    for i, v in enumerate(x):
+        k = 0
+        while k < 100:
+            k += 1
+            if k % 3 == 0:
+                continue
+            if k > int(abs(v)):
+                break
+        t = v * 2 if v > 0 else -v
+        r = 1.0 if v > 5 else 2.0 if v > 0 else 3.0
+        assert list(out[i]) == [k, t, r, min(max(v, -1), 1), min(v, 0.5, t), max(abs(v), 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_math_functions(device, dtype):
+    x = np.linspace(0.1, 5.0, 333).astype(dtype)
+    out = np.zeros((x.size, 8), dtype)
+    mathfns.on(device)(x, out)
+    v = x.astype(np.float64)
+    ref = np.stack([np.sqrt(v), np.exp(-v), np.log(v) + np.log2(v) + np.log10(v),
+                    np.sin(v) * np.cos(v) + np.tanh(v), np.arctan2(v, 2.0) + np.arctan(v),
+                    v ** 2 + v ** 0.5 + v ** 1.5, np.floor(v) + np.ceil(v) + np.pi,
+                    np.floor(v / 0.3) + np.fmod(v, 0.3) + np.hypot(v, 1.0)], axis=1)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_ops_have_c_semantics(device, dtype):
+    a = np.array([7, -7, 7, -7, 100, 0, 12345], dtype)
+    b = np.array([2, 2, -2, -2, 7, 3, 10], dtype)
+    out = np.zeros((a.size, 5), dtype)
+    intops.on(device)(a, b, out)
+    trunc = (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+    np.testing.assert_array_equal(out[:, 0], trunc)                 # C: toward zero
+    np.testing.assert_array_equal(out[:, 1], a - trunc * b)          # sign of the dividend
+    np.testing.assert_array_equal(out[:, 2], a * b - (a << 2) + (a >> 1))
+    np.testing.assert_array_equal(out[:, 3], (a & b) | (a ^ 5))
+    np.testing.assert_array_equal(out[:, 4], np.where(a < b, -a, ~a))
+
+
+def test_int32_overflow_wraps(device):
+    a = np.array([2**31 - 1, -2**31], np.int32)
+    b = np.array([1, -1], np.int32)
+    out = np.zeros((2, 5), np.int32)
+    intops.on(device)(a, b, out)
+    with np.errstate(over="ignore"):
+        assert list(out[:, 2]) == list(a * b - (a << 2) + (a >> 1))
+
+
+def test_ranks_shapes_private_arrays(device):
+    a3 = np.arange(5 * 6 * 7, dtype=np.float64).reshape(5, 6, 7)
+    b1 = np.array([0.0, 0.0, 0.5])
+    out = np.zeros((5, 4))
+    ranks.on(device)(a3, b1, out)
+    j, k = np.meshgrid(range(6), range(7), indexing="ij")
+    ref = np.stack([[a3[i][(j + k) % 4 == q].sum() + 0.5 for q in range(4)] for i in range(5)])
+    np.testing.assert_allclose(out, ref)
+
+
+def test_dtypes_uint8_bool_int64_float32(device):
+    n = 1000
+    u8 = (np.arange(n) % 256).astype(np.uint8)
+    bl = np.arange(n) % 3 == 0
+    i64 = np.arange(n, dtype=np.int64) - 500
+    f32 = np.linspace(-1, 1, n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    typed.on(device)(u8, bl, i64, f32, out)
+    c_div = np.trunc(i64 / 2)
+    ref = f32 * np.float32(2) + u8 + bl + c_div
+    np.testing.assert_allclose(out, ref.astype(np.float32), rtol=1e-6)
+
+
+def test_collapse_and_strided_loops(device):
+    a = np.zeros((13, 17))
+    collapse2.on(device)(a)
+    i, j = np.meshgrid(range(13), range(17), indexing="ij")
+    np.testing.assert_array_equal(a, i * 1000 + j)
+    x = np.arange(20.0)
+    out = np.zeros(20)
+    strided.on(device)(x, out)
+    ref = np.zeros(20)
+    ref[2::3] = x[2::3] + 1
+    ref[19::-2] += 10
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_private_clause(device):
+    a = np.arange(100.0)
+    out = np.zeros(100)
+    private_clause.on(device)(a, out)
+    np.testing.assert_array_equal(out, a * 2 + 1)
+
+
+def test_atomics_histogram(device):
+    x = np.random.default_rng(6).integers(0, 1000, 200000)
+    hist = np.zeros(16, np.int64)
+    histogram.on(device)(x, hist)
+    np.testing.assert_array_equal(hist, np.bincount(x % 16, minlength=16))
+    acc = np.zeros(1)
+    atomic_float.on(device)(np.full(10000, 0.5), acc)
+    assert acc[0] == 5000.0
+
+
+def test_shared_array_barrier_transpose(device):
+    a = np.random.default_rng(7).random((37, 29))
+    b = np.zeros((29, 37))
+    transpose.on(device)(a, b)
+    np.testing.assert_array_equal(b, a.T)
+
+
+def test_thread_numbers_in_range(device):
+    out = np.zeros((64, 6), np.int64)
+    ids.on(device)(out)
+    assert (out[:, 0] >= 0).all() and (out[:, 0] < out[:, 1]).all()
+    assert (out[:, 2] >= 0).all() and (out[:, 2] < out[:, 3]).all()
+    assert (out[:, 4] >= 0).all() and (out[:, 4] < out[:, 5]).all()
+
+
+def test_scalar_return_types(device):
+    x = np.arange(1000, dtype=np.int32)
+    r = count_int.on(device)(x, 900)
+    assert r == 99 and isinstance(r, int)
+
+
+def test_launch_sizes(device):
+    y = np.zeros(1001)
+    fill_sized.on(device)(y, 3.0)
+    assert (y == 3.0).all()
+
+
+def test_present_data_is_not_copied(offload_device):
+    y = np.zeros(1000)
+    with pygomp.target_data(offload_device, tofrom=[y]):
+        y[:] = 100.0                      # host only: the device keeps its copy
+        inc.on(offload_device)(y)         # present: nothing is copied in or out
+        assert (y == 100.0).all()
+    assert (y == 1.0).all()               # the end of target_data copies back
+
+
+def test_default_device_call(device):
+    old = pygomp.omp_get_default_device()
+    pygomp.omp_set_default_device(device)
+    try:
+        y = np.zeros(10)
+        inc(y)
+        assert (y == 1.0).all()
+    finally:
+        pygomp.omp_set_default_device(old)
+
+
+def test_nowait_and_depend(device):
+    y = np.zeros(100000)
+    k = inc.on(device)
+    futures = [k(y, nowait=True, depend={"inout": [y]}) for _ in range(5)]
+    for f in futures:
+        assert f.wait() is None
+    assert (y == 5.0).all()
+    x = np.ones(1000)
+    f = dot.on(device, nowait=True)(x, x)
+    assert f.wait() == 1000.0
+
+
+def test_bad_arguments(device):
+    with pytest.raises(TypeError, match="C-contiguous"):
+        inc.on(device)(np.zeros((10, 10))[:, 0])
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        inc.on(device)(np.zeros(3), np.zeros(3))
+
+
+def test_python_fallback_runs_sequentially():
+    x, y = np.ones(5), np.ones(5)
+    saxpy.py_func(2.0, x, y)
+    assert (y == 3.0).all()
+    assert dot.py_func(x, x) == 5.0
+
+
+def test_helper_with_global_and_shared_arrays(device):
+    x = np.arange(40.0)
+    out = np.zeros(5)
+    helper_spaces.on(device)(x, out)
+    ref = [2 * x[g * 8:g * 8 + 8].sum() - x[:8].sum() for g in range(5)]
+    np.testing.assert_allclose(out, ref)
+
+
+def test_scalar_arguments_of_every_kind(device):
+    out = np.zeros(6)
+    scalars.on(device)(out, -7, 2**40, 1.5, True, -3, -2.25)
+    assert list(out) == [-7, 2**40, 1.5, 1, -3, -2.25]
+    scalars.on(device)(out, np.int32(5), np.uint64(3), np.float32(0.25), False, np.int8(4), 1)
+    assert list(out) == [5, 3, 0.25, 0, 4, 1.0]
+
+
+def test_empty_and_one_element_arrays(device):
+    assert dot.on(device)(np.zeros(0), np.zeros(0)) == 0.0
+    assert dot.on(device)(np.full(1, 3.0), np.full(1, 2.0)) == 6.0
+    y = np.zeros(0)
+    saxpy.on(device)(2.0, np.zeros(0), y)

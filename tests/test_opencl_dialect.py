@@ -1,0 +1,256 @@
+"""The OpenCL dialect: address spaces, clear errors, both work-group paths on PoCL.
+
+The compiler's own kernel tests (tests/test_kernels.py) run on OpenCL devices through
+the ``device`` fixture; these tests cover what is particular to OpenCL.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pygomp.kernels as omp
+from pygomp.compiler import addrspace
+from pygomp.compiler.frontend import CompileError
+from pygomp.runtime import devices
+
+pytest.importorskip("pyopencl")
+from pygomp_plugins.opencl import target as cltarget  # noqa: E402
+
+
+def _opencl():
+    for d in devices.all_devices():
+        if d.plugin.name == "opencl":
+            return d
+    return None
+
+
+@pytest.fixture(scope="module")
+def cldev():
+    d = _opencl()
+    if d is None:
+        pytest.skip("no OpenCL device")
+    d.ensure_init()
+    return d
+
+
+@omp.declare_target
+def total(a, n: int):
+    s = a[0] - a[0]
+    for j in range(n):
+        s += a[j]
+    return s
+
+
+@omp.target(map={"x": "to", "out": "from"})
+def shared_sum(x, out):
+    for g in omp.gang(out.shape[0]):
+        tile = omp.shared_array(8, np.float64)
+        for w in omp.worker(8):
+            tile[w] = x[g * 8 + w]
+        omp.barrier()
+        out[g] = total(tile, 8) + total(x, 1)
+
+
+def test_helper_is_cloned_per_address_space(cldev):
+    x = np.arange(32.0)
+    out = np.zeros(4)
+    src = shared_sum.source(x, out, target="opencl")
+    fn = shared_sum.spec((x, out)).ir
+    sigs = addrspace.signatures(fn)
+    assert sorted(sigs["total"]) == ["g", "l"]
+    assert "PYG_AS_local double *a" in src and "PYG_AS_global double *a" in src
+    shared_sum.on(cldev.number)(x, out)
+    np.testing.assert_array_equal(out, x.reshape(4, 8).sum(1) + x[0])
+
+
+def test_space_mismatch_is_a_compile_error():
+    x = np.arange(32.0)
+    out = np.zeros(4)
+    fn = shared_sum.spec((x, out)).ir
+    call = next(n for n in __import__("pygomp.compiler.ir", fromlist=["ir"]).walk(fn.body)
+                if type(n).__name__ == "HelperCall" and n.args[0].type.space == "local")
+    glob = next(h for h in fn.helpers if h.params[0][1].space == "global")
+    saved = call.fn
+    call.fn = glob                  # a local array passed to the global clone
+    try:
+        with pytest.raises(CompileError, match="local array passed to the global parameter"):
+            addrspace.check(fn)
+    finally:
+        call.fn = saved
+
+
+def test_infer_reuses_front_end_clones():
+    x = np.arange(32.0)
+    fn = shared_sum.spec((x, np.zeros(4))).ir
+    out = addrspace.infer(fn)
+    assert sorted(h.name for h in out.helpers) == sorted(h.name for h in fn.helpers)
+
+
+def test_forbidden_conversions_name_the_python_line():
+    def returns_shared(out):
+        t = omp.shared_array(4, np.float64)
+        return t
+
+    def stores_shared(out):
+        t = omp.shared_array(4, np.float64)
+        u = t
+        out[0] = u[0]
+
+    for f, what in ((returns_shared, "may return only a scalar"),
+                    (stores_shared, "cannot be assigned")):
+        k = omp.target(f)
+        with pytest.raises(CompileError, match=what) as info:
+            k.source(np.zeros(4), target="opencl")
+        assert "test_opencl_dialect.py:" in str(info.value)
+
+
+def test_float64_without_fp64_is_a_clear_error(cldev, monkeypatch):
+    @omp.target
+    def twice(y):
+        for i in omp.parallel_range(y.shape[0]):
+            y[i] = y[i] * 2.0
+
+    plugin = cldev.plugin
+    caps = plugin.device_capabilities(cldev.local)
+    monkeypatch.setattr(plugin, "device_capabilities",
+                        lambda dev: caps - {"fp64", "int64_atomics"})
+    with pytest.raises(CompileError, match=r"uses float64 \(the device has no cl_khr_fp64\)"):
+        twice.on(cldev.number)(np.ones(4))
+    y = np.ones(4, np.float32)
+    twice.on(cldev.number)(y)                      # float32 needs no fp64
+    assert (y == 2).all()
+
+
+def test_opencl_compiler_error_is_a_compile_error(cldev, monkeypatch):
+    @omp.target
+    def fine(y):
+        for i in omp.parallel_range(y.shape[0]):
+            y[i] = 1.0
+
+    real = cltarget.OpenCLDialect.preamble
+    monkeypatch.setattr(cltarget.OpenCLDialect, "preamble",
+                        lambda self, fn: real(self, fn) + "\nthis is not C;\n")
+    with pytest.raises(CompileError, match="OpenCL compilation of kernel .*fine.* failed"):
+        fine.on(cldev.number)(np.ones(3))
+
+
+def test_build_options_follow_the_device(cldev, monkeypatch):
+    from pygomp_plugins.opencl.plugin import OpenCLImage
+    plugin = cldev.plugin
+    img = OpenCLImage("", single_item_on_cpu=True, generic_ok=True)
+    opts = plugin.build_options(cldev.local, img)
+    if plugin.devices()[cldev.local].kind == "cpu":
+        assert "-D PYGOMP_DEVICE_CPU=1" in opts and "PYGOMP_SINGLE_ITEM_GROUPS" in opts
+    caps = plugin.device_capabilities(cldev.local)
+    monkeypatch.setattr(plugin, "device_capabilities",
+                        lambda dev: caps | {"generic_address_space"})
+    opts = plugin.build_options(cldev.local, img)
+    assert "-D PYGOMP_GENERIC_ADDRESS_SPACE=1" in opts and "-cl-std=" in opts
+    monkeypatch.setenv("PYGOMP_OPENCL_CPU_WORKGROUPS", "1")
+    assert "SINGLE_ITEM" not in plugin.build_options(cldev.local, img)
+    assert plugin.build_options(cldev.local, OpenCLImage("", options="-w")).startswith("-w")
+
+
+def test_source_has_python_lines_and_no_generic_pointers():
+    x = np.arange(10.0)
+    src = omp.target(lambda_saxpy).source(2.0, x, x, target="opencl")
+    assert '#line' in src and "test_opencl_dialect.py" in src
+    assert "__kernel void" in src and "__global double *x" in src
+
+
+@omp.target(map={"x": "to", "out": "from"})
+def mixed_levels(x, out):
+    m, p = x[0], x[0] - x[0] + 1
+    for i in omp.worker(x.shape[0], reduction="max:m;*:p"):
+        m = max(m, x[i])
+        p *= 1 if x[i] % 5 else -1
+    q, o = x[0], x[0] - x[0]
+    for i in omp.vector(x.shape[0], reduction="min:q;|:o"):
+        q = min(q, x[i])
+        o |= x[i]
+    out[0], out[1], out[2], out[3] = m, p, q, o
+
+
+def lambda_saxpy(a: float, x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+WORKGROUPS = textwrap.dedent("""
+    import sys, numpy as np
+    sys.path.insert(0, {tests!r})
+    import test_opencl_dialect as t
+    import test_kernels as k
+    from pygomp.runtime import devices
+    dev = t._opencl().number
+    x = np.arange(64.0); out = np.zeros(8)
+    t.shared_sum.on(dev)(x, out)
+    assert (out == x.reshape(8, 8).sum(1) + x[0]).all(), out
+    r = np.random.default_rng(0).random(100003)
+    assert abs(k.dot.on(dev)(r, r) - float(r @ r)) < 1e-6 * float(r @ r)
+    A, v = np.random.default_rng(1).random((33, 70)), np.random.default_rng(2).random(70)
+    y = np.zeros(33)
+    k.matvec.on(dev)(A, v, y)
+    assert np.allclose(y, A @ v)
+    a = np.random.default_rng(3).random((19, 13)); b = np.zeros((13, 19))
+    k.transpose.on(dev)(a, b)
+    assert (b == a.T).all()
+    xi = np.random.default_rng(4).integers(-50, 1000, 997)
+    o = np.zeros(4, np.int64)
+    t.mixed_levels.on(dev)(xi, o)
+    ref = [xi.max(), (-1) ** int((xi % 5 == 0).sum()), xi.min(), np.bitwise_or.reduce(xi)]
+    assert o.tolist() == ref, (o, ref)
+    print("ok")
+""")
+
+
+def test_real_work_groups_with_local_trees(cldev, tmp_path):
+    """On CPUs the plugin uses single-item groups; force real groups (trees, barriers)."""
+    tests = os.path.dirname(__file__)
+    env = dict(os.environ, PYGOMP_OPENCL_CPU_WORKGROUPS="1",
+               PYGOMP_DEVICES="opencl", PYGOMP_CACHE_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, "-c", WORKGROUPS.format(tests=tests)], env=env,
+                       capture_output=True, text=True, timeout=280)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-3000:]
+
+
+def test_image_requirements_checked_at_load(cldev, monkeypatch):
+    from pygomp.runtime.plugin import PluginError
+    from pygomp_plugins.opencl.plugin import OpenCLImage
+    plugin = cldev.plugin
+    monkeypatch.setattr(plugin, "device_capabilities", lambda dev: frozenset())
+    img = OpenCLImage("__kernel void k(double x) {}", functions=(("k", ("f64",)),),
+                      name="needs64", requires=("fp64",))
+    with pytest.raises(PluginError, match="image needs64 needs fp64"):
+        plugin.load_image(cldev.local, img, 1, 0)
+
+
+SECOND = textwrap.dedent("""
+    import json, sys, numpy as np
+    sys.path.insert(0, {tests!r})
+    import test_kernels as k
+    from pygomp_plugins.opencl import build
+    from pygomp.runtime import devices
+    dev = [d for d in devices.all_devices() if d.plugin.name == "opencl"][0].number
+    x = np.ones(1000)
+    assert k.dot.on(dev)(x, x) == 1000.0
+    print(json.dumps(build.stats))
+""")
+
+
+def test_second_process_runs_kernels_without_the_opencl_compiler(cldev, tmp_path):
+    env = dict(os.environ, PYGOMP_CACHE_DIR=str(tmp_path))
+    code = SECOND.format(tests=os.path.dirname(__file__))
+
+    def child():
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=200)
+        assert p.returncode == 0, p.stderr[-2000:]
+        import json
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    assert child() == {"builds": 1, "cache_hits": 0}
+    assert child() == {"builds": 0, "cache_hits": 1}
