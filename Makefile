@@ -23,4 +23,5 @@ info: $(STAMP)
 	$(PY) -m pygomp info
 
 bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[opencl,test,bench]"
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done

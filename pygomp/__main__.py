@@ -39,11 +39,6 @@ def demo(args) -> int:
     return run_demo(args.size)
 
 
-def compile_(args) -> int:
-    from .compiler.cli import main as run_compile
-    return run_compile(args.argv)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pygomp")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,10 +46,12 @@ def main(argv=None) -> int:
     d = sub.add_parser("demo", help="run the examples on every device, checked against numpy")
     d.add_argument("--size", type=int, default=0, help="problem size (0: each example's own)")
     d.set_defaults(func=demo)
-    c = sub.add_parser("compile", help="print the generated source of the kernels in a file",
-                       add_help=False)
-    c.add_argument("argv", nargs=argparse.REMAINDER)
-    c.set_defaults(func=compile_)
+    sub.add_parser("compile", help="print the generated source of the kernels in a file "
+                                   "(see: compile --help)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["compile"]:                 # its own parser, in the compiler
+        from .compiler.cli import main as run_compile
+        return run_compile(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -201,6 +201,8 @@ def test_c_compiler_error_points_at_python_line():
     with pytest.raises(CompileError) as info:
         compile_c(unit.source, fn.file)
     assert f"{os.path.basename(HERE)}:{line}" in str(info.value)
+    assert info.value.file == HERE and info.value.line == line
+    assert "np.zeros(2**62" in info.value.source
 
 
 # -- types, IR, emitted code ------------------------------------------------------
@@ -385,7 +387,9 @@ def test_cli_prints_every_kernel_of_an_example(capsys):
     assert cli.main([os.path.join(ROOT, "examples", "saxpy.py"),
                      "--signature", "saxpy=float32,float32[:],float32[:]"]) == 0
     out = capsys.readouterr().out
-    assert "float *x = (float *)args[1];" in out and "float a;" in out
+    # the annotation `a: float` wins over the signature's float32 scalar
+    assert "kernel saxpy(a: float64, x: array(float32, 1d), y: array(float32, 1d))" in out
+    assert "float *x = (float *)args[1];" in out and "double a;" in out
 
 
 def test_cli_signature_parsing():

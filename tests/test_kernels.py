@@ -526,3 +526,18 @@ def test_empty_and_one_element_arrays(device):
     assert dot.on(device)(np.full(1, 3.0), np.full(1, 2.0)) == 6.0
     y = np.zeros(0)
     saxpy.on(device)(2.0, np.zeros(0), y)
+
+
+def test_concurrent_calls_from_threads(device):
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(8)
+    data = [(rng.random(5000), rng.random(5000)) for _ in range(8)]
+    k = dot.on(device)
+
+    def work(i):
+        x, y = data[i % 8]
+        return k(x, y), float(np.dot(x, y))
+
+    with ThreadPoolExecutor(4) as pool:
+        for got, want in pool.map(work, range(40)):
+            assert got == pytest.approx(want, rel=1e-12)

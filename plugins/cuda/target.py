@@ -24,7 +24,7 @@ import tempfile
 
 from pygomp.compiler import cache
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words
+from pygomp.compiler.emit import Dialect, arg_words, compiler_error
 
 LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
@@ -286,8 +286,7 @@ def compile_ptx(source: str, pyfile: str = "kernel") -> bytes:
         except OSError as e:
             raise CompileError(f"cannot run nvcc: {e}") from None
         if p.returncode != 0:
-            raise CompileError(f"nvcc failed on the kernel from {pyfile}:\n"
-                               f"{(p.stderr or p.stdout).strip()}")
+            raise compiler_error("nvcc", (p.stderr or p.stdout).strip(), pyfile)
         with open(out, "rb") as f:
             return f.read()
 

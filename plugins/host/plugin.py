@@ -49,6 +49,7 @@ class HostPlugin(Plugin):
     def __init__(self):
         self._libs = {}          # id(image) -> [dlopen handle, number of loads, LoadedImage]
         self._kernels = {}       # function address -> callable
+        self._launches = {}      # launch tuple -> its int64_t[3] (read-only for kernels)
         self._lock = threading.Lock()
 
     def _devices_impl(self):
@@ -103,8 +104,10 @@ class HostPlugin(Plugin):
         kernel = self._kernels.get(fn)
         if kernel is None:
             kernel = self._kernels[fn] = _ffi.cast(KERNEL_TYPE, fn)
-        words = _ffi.new("uint64_t[]", args or [0])
-        kernel(_ffi.cast("void **", words), _ffi.new("int64_t[3]", list(launch)))
+        sizes = self._launches.get(launch)
+        if sizes is None:
+            sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
+        kernel(_ffi.cast("void **", _ffi.new("uint64_t[]", args or [0])), sizes)
 
     def target_hooks(self):
         from . import target

@@ -23,7 +23,7 @@ import tempfile
 
 from pygomp.compiler import cache
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect
+from pygomp.compiler.emit import Dialect, compiler_error
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
@@ -212,26 +212,12 @@ def compile_c(source: str, pyfile: str = "kernel") -> bytes:
         except OSError as e:
             raise CompileError(f"cannot run the C compiler {gcc!r}: {e}") from None
         if p.returncode != 0 or not os.path.exists(so):
-            msg = (p.stderr or p.stdout).strip()
-            raise CompileError(f"gcc failed on the kernel from {pyfile}:\n{msg}")
+            raise compiler_error("gcc", (p.stderr or p.stdout).strip(), pyfile)
         with open(so, "rb") as f:
             return f.read()
 
 
 _mid = None
-_libgomp = None
-
-
-def pin_libgomp():
-    """Load libgomp for good: unloading it with a kernel's shared object while its
-    thread pool lives would crash the process at exit."""
-    global _libgomp
-    if _libgomp is None:
-        import ctypes
-        try:
-            _libgomp = ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            _libgomp = False
 
 
 def _machine_id():
@@ -251,5 +237,4 @@ def _machine_id():
     return _mid
 
 
-pin_libgomp()
 HOOKS = HostDialect()

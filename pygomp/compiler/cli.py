@@ -109,15 +109,18 @@ def main(argv=None) -> int:
                   f"{len(k.param_names)} parameters", file=sys.stderr)
             status = 1
             continue
-        print(f"// ---- kernel {name}({', '.join(f'{n}: {t}' for n, t in zip(k.param_names, types))})"
-              f" target {args.target}")
-        if guessed:
-            print(f"// (taken as float64 arrays: {', '.join(guessed)}; see --signature)")
         try:
-            print(k.specialize(*types).unit(d).source)
+            spec = k.specialize(*types)     # annotations win over a signature's scalars
+            source = spec.unit(d).source
         except CompileError as e:
             print(f"error: {e}", file=sys.stderr)
             status = 1
+            continue
+        params = ", ".join(f"{n}: {t}" for n, (_, t) in zip(k.param_names, spec.params))
+        print(f"// ---- kernel {name}({params}) target {args.target}")
+        if guessed:
+            print(f"// (taken as float64 arrays: {', '.join(guessed)}; see --signature)")
+        print(source)
     return status
 
 

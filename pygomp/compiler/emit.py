@@ -457,6 +457,22 @@ class Emitter:
         return f"{e.fn.name}({', '.join(args)})"
 
 
+def compiler_error(compiler: str, msg: str, pyfile: str):
+    """A CompileError placed at the Python line of a C-family compiler's first error
+    (the source carries #line); gcc/clang write ``f.py:12:5: error:``, nvcc
+    ``f.py(12): error:``."""
+    import linecache
+    import re
+    from .frontend import CompileError
+    m = re.search(r"^(.+?\.py)(?::(\d+):(?:\d+:)?|\((\d+)\):) (?:fatal )?error: (.*)$",
+                  msg, re.M)
+    if m is None:
+        return CompileError(f"{compiler} failed on the kernel from {pyfile}:\n{msg}")
+    file, line = m.group(1), int(m.group(2) or m.group(3))
+    return CompileError(f"{compiler}: {m.group(4)}\n{msg}", file, line,
+                        linecache.getline(file, line))
+
+
 def emit(fn: ir.Function, dialect: Dialect) -> Unit:
     """The source of a kernel (with its helpers) in ``dialect``."""
     return Emitter(dialect, fn).unit()
