@@ -84,10 +84,15 @@ def begin(dev, items, dynamic=False) -> Region:
     if dev.is_initial:
         region.args = [_initial_word(region, it) for it in items]
         return region
+    entries, args = region.entries, region.args
     with dev.lock:
         try:
             for it in items:
-                _map_item(region, it)
+                if it.kind == kinds.FIRSTPRIVATE_INT:     # the common scalar: no map
+                    entries.append(None)
+                    args.append(it.addr & WORD)
+                else:
+                    _map_item(region, it)
         except BaseException:
             _undo(region)
             raise
@@ -131,7 +136,7 @@ def _map_item(region, it):
         if (addr < e.host_start or addr + size > e.host_end) and not t.implicit:
             raise _error(dev, f"trying to map {_range(addr, size)} when "
                               f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
-        if not any(c is e for c in region.counted):
+        if e not in region.counted:             # Entry has no __eq__: identity
             region.counted.append(e)
             if region.dynamic:
                 e.dynamic_refcount += 1
