@@ -50,6 +50,9 @@ def _preamble(fn):
                    f"{{ return b < a ? b : a; }}")
         out.append(f"__device__ __forceinline__ {c} pyg_max_{t.name}({c} a, {c} b) "
                    f"{{ return b > a ? b : a; }}")
+        if t.is_signed:
+            out.append(f"__device__ __forceinline__ {c} pyg_abs_{t.name}({c} a) "
+                       f"{{ return a < 0 ? -a : a; }}")
     return "\n".join(out) + "\n"
 
 
@@ -66,19 +69,6 @@ class CudaDialect(Dialect):
 
     def pointer(self, t):
         return f"{self.type_name(t.elem)} *"
-
-    def call(self, name, t, args):
-        if name in ("min", "max"):
-            return f"pyg_{name}_{t.name}({', '.join(args)})"
-        if name == "abs":
-            if t.is_float:
-                return f"{'fabsf' if t == T.FLOAT32 else 'fabs'}({args[0]})"
-            return f"({args[0]} < 0 ? -{args[0]} : {args[0]})" if t.is_signed else args[0]
-        if name in ("isnan", "isinf", "isfinite"):
-            return f"({name}({args[0]}) != 0)"
-        if name == "gamma":
-            name = "tgamma"
-        return f"{name}{'f' if t == T.FLOAT32 else ''}({', '.join(args)})"
 
     def builtin(self, em, name):
         lv, what = {"gang_id": ("gang", 0), "worker_id": ("worker", 0),

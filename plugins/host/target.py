@@ -61,21 +61,6 @@ class HostDialect(Dialect):
     def preamble(self, fn):
         return _PREAMBLE
 
-    def call(self, name, t, args):
-        if name in ("min", "max"):
-            return f"pyg_{name}_{t.name}({', '.join(args)})"
-        if name == "abs":
-            if t.is_float:
-                return f"{'fabsf' if t == T.FLOAT32 else 'fabs'}({args[0]})"
-            if not t.is_signed:
-                return args[0]
-            return f"pyg_abs_{t.name}({args[0]})"
-        if name in ("isnan", "isinf", "isfinite"):
-            return f"({name}({args[0]}) != 0)"
-        if name == "gamma":
-            name = "tgamma"
-        return f"{name}{'f' if t == T.FLOAT32 else ''}({', '.join(args)})"
-
     def builtin(self, em, name):
         levels = em.state.get("threads", ())
         if name in ("vector_id",):

@@ -96,6 +96,7 @@ class OpenCLDialect(LoopLowering, Dialect):
     target = "opencl"
     language = "opencl"
     suffix = ".cl"
+    float32_suffix = ""         # OpenCL C overloads its math functions
 
     # -- text pieces ---------------------------------------------------------------
     def preamble(self, fn):
@@ -108,19 +109,6 @@ class OpenCLDialect(LoopLowering, Dialect):
         """A helper's pointer parameter: its inferred space, or generic where the
         device has a generic address space (the plugin defines the macro)."""
         return f"PYG_AS_{t.space} {self.type_name(t.elem)} *"
-
-    def call(self, name, t, args):
-        if name in ("min", "max"):
-            return f"pyg_{name}_{t.name}({', '.join(args)})"
-        if name == "abs":
-            if t.is_float:
-                return f"fabs({args[0]})"
-            return f"pyg_abs_{t.name}({args[0]})" if t.is_signed else args[0]
-        if name in ("isnan", "isinf", "isfinite"):
-            return f"({name}({args[0]}) != 0)"
-        if name == "gamma":
-            name = "tgamma"
-        return f"{name}({', '.join(args)})"
 
     def builtin(self, em, name):
         if name in ("gang_id", "num_gangs"):

@@ -52,10 +52,24 @@ class Dialect:
         """The identity of a reduction operator, as text."""
         return T.IDENTITY[op](t)
 
+    float32_suffix = "f"    # C and CUDA name float32 math with an f; OpenCL C overloads
+
     def call(self, name: str, t: T.Scalar, args: list[str]) -> str:
         """A math call by generic name (sqrt, pow, min, max, abs, isnan, ...); ``t`` is the
-        type of the arguments (the result type, except for isnan/isinf/isfinite)."""
-        return f"{name}({', '.join(args)})"
+        type of the arguments (the result type, except for isnan/isinf/isfinite).  The
+        preamble defines pyg_min_T, pyg_max_T and, for signed integers, pyg_abs_T."""
+        f = self.float32_suffix if t == T.FLOAT32 else ""
+        if name in ("min", "max"):
+            return f"pyg_{name}_{t.name}({', '.join(args)})"
+        if name == "abs":
+            if t.is_float:
+                return f"fabs{f}({args[0]})"
+            return f"pyg_abs_{t.name}({args[0]})" if t.is_signed else args[0]
+        if name in ("isnan", "isinf", "isfinite"):
+            return f"({name}({args[0]}) != 0)"
+        if name == "gamma":
+            name = "tgamma"
+        return f"{name}{f}({', '.join(args)})"
 
     def builtin(self, em, name: str) -> str:
         """gang_id, worker_id, vector_id, num_gangs, num_workers, vector_length."""
