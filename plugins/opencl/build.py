@@ -1,36 +1,21 @@
-"""Building OpenCL programs, with program binaries cached on disk.
+"""Building OpenCL programs, with program binaries in pygomp's on-disk cache.
 
-Key: source, options, platform, device and driver version.  Entries are written
-atomically (a temporary file, then rename) and carry a checksum; an entry that fails its
-checksum or whose binary the driver refuses is rebuilt from source and rewritten.
+Key: source, options, platform, device and driver version.  An entry that is corrupt, or
+whose binary the driver refuses, is rebuilt from source and rewritten.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import tempfile
 import warnings
 
+from pygomp.compiler import cache
 from pygomp.runtime.plugin import PluginError
 
-MAGIC = b"pygomp-opencl-1\n"
 stats = {"builds": 0, "cache_hits": 0}    # per process, for tests and `info`
 
 
 class OpenCLBuildError(PluginError):
     """The OpenCL compiler refused a program; the message holds its build log."""
-
-
-def cache_dir() -> str | None:
-    d = os.environ.get("PYGOMP_CACHE_DIR")
-    if d is None:
-        try:
-            import platformdirs
-            d = platformdirs.user_cache_dir("pygomp")
-        except ImportError:
-            return None
-    return os.path.join(d, "opencl")
 
 
 def device_key(dev) -> str:
@@ -40,10 +25,8 @@ def device_key(dev) -> str:
 
 def build(cl, ctx, dev, source: str, options: str = "", name: str = ""):
     """A built `cl.Program` for one device, from the disk cache when possible."""
-    key = hashlib.sha256("\0".join((source, options, device_key(dev))).encode()).hexdigest()
-    d = cache_dir()
-    path = os.path.join(d, key[:2], key + ".bin") if d else None
-    binary = _read(path) if path else None
+    key = cache.key("opencl", source, options, device_key(dev))
+    binary = cache.get(key, ".clbin")
     if binary is not None:
         try:
             prg = cl.Program(ctx, [dev], [binary]).build(options=options)
@@ -53,11 +36,10 @@ def build(cl, ctx, dev, source: str, options: str = "", name: str = ""):
             pass                                   # stale or refused: rebuild
     prg = _build_source(cl, ctx, dev, source, options, name)
     stats["builds"] += 1
-    if path:
-        try:
-            _write(path, prg.get_info(cl.program_info.BINARIES)[0])
-        except OSError:
-            pass                                   # a read-only cache is no error
+    try:
+        cache.put(key, prg.get_info(cl.program_info.BINARIES)[0], ".clbin")
+    except OSError:
+        pass                                       # a read-only cache is no error
     return prg
 
 
@@ -79,33 +61,3 @@ def _log(msg: str) -> str:
     log = m.group(1) if m else msg
     log = re.sub(r"\n\(options: [^\n]*\)\s*$", "", log)
     return log.strip()
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    head = len(MAGIC) + 32
-    if len(data) <= head or not data.startswith(MAGIC):
-        return None
-    body = data[head:]
-    if hashlib.sha256(body).digest() != data[len(MAGIC):head]:
-        return None
-    return body
-
-
-def _write(path: str, binary: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + hashlib.sha256(binary).digest() + binary)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
