@@ -27,51 +27,14 @@ import pygomp
 import pygomp.kernels as omp
 from pygomp.runtime import devices, mapping
 
-# -- pygomp kernels -----------------------------------------------------------------
+# -- pygomp kernels: the examples' own ---------------------------------------------
 
-
-@omp.target(map={"x": "to", "y": "tofrom"})
-def saxpy(a: float, x, y):
-    for i in omp.parallel_range(x.shape[0]):
-        y[i] = a * x[i] + y[i]
-
-
-@omp.target
-def dot(x, y):
-    s = 0.0
-    for i in omp.parallel_range(x.shape[0], reduction="+:s"):
-        s += x[i] * y[i]
-    return s
-
-
-@omp.target
-def pi(n: int):
-    h = 1.0 / n
-    s = 0.0
-    for i in omp.parallel_range(n, reduction="+:s"):
-        x = (i + 0.5) * h
-        s += 4.0 / (1.0 + x * x)
-    return s * h
-
-
-@omp.target
-def matvec(A, x, y):
-    for i in omp.gang(A.shape[0]):
-        s = 0.0
-        for j in omp.vector(A.shape[1], reduction="+:s"):
-            s += A[i, j] * x[j]
-        y[i] = s
-
-
-@omp.target
-def stencil(u, v):
-    n, m = u.shape
-    err = 0.0
-    for i in omp.gang(1, n - 1, reduction="max:err"):
-        for j in omp.vector(1, m - 1, reduction="max:err"):
-            v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
-            err = max(err, abs(v[i, j] - u[i, j]))
-    return err
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from examples.dot import dot  # noqa: E402
+from examples.jacobi import sweep as stencil  # noqa: E402
+from examples.matvec import matvec  # noqa: E402
+from examples.pi import pi  # noqa: E402
+from examples.saxpy import saxpy  # noqa: E402
 
 
 @omp.target
