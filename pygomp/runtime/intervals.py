@@ -34,18 +34,15 @@ class IntervalMap:
 
     def lookup(self, start: int, end: int):
         """The entry that hits ``[start, end)``, or None (O(log n))."""
-        entries = self._entries
-        # Candidates start before `end` (or at it, for a zero-length entry at `start`).
-        i = entries.bisect_key_right((end, end)) - 1
-        while i >= 0:
-            e = entries[i]
+        # Entries that start before `end` (or at it: a zero-length entry at `start`),
+        # right to left; irange needs no positional index, so changes stay cheap.
+        for e in self._entries.irange_key(max_key=(end, end), reverse=True):
             if hits(start, end, e.host_start, e.host_end):
                 return e
             # Non-empty entries are disjoint: a non-empty one that starts before
             # `start` and misses ends before it, and so does everything left of it.
             if e.host_start < start and e.host_start < e.host_end:
                 return None
-            i -= 1
         return None
 
     def find(self, start: int, end: int):
