@@ -376,8 +376,6 @@ def test_cli_on_a_file(tmp_path, capsys):
     assert "#pragma omp simd" in out and f'#line 7 "{f}"' in out
 
 
-@pytest.mark.skipif(not hasattr(__import__("pygomp"), "target"),
-                    reason="pygomp does not re-export the kernel names yet (pygomp/__init__.py)")
 def test_cli_prints_every_kernel_of_an_example(capsys):
     from pygomp.compiler import cli
     assert cli.main([os.path.join(ROOT, "examples", "transpose.py"), "--target", "host"]) == 0

@@ -112,7 +112,7 @@ class HostDialect(Dialect):
                 em.stmt(c)
             if threaded:
                 levels = tuple(lv for lv in loop.levels if lv != "vector")
-                em.line(f"#pragma omp parallel num_threads(nthreads_)")
+                em.line("#pragma omp parallel num_threads(nthreads_)")
                 em.line("{")
                 em.state["threads"] = levels
                 em.state["join"] = (id(loop), levels[0])
