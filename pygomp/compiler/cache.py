@@ -13,16 +13,15 @@ import hashlib
 import os
 import tempfile
 
+from ..runtime import env
+
 MAGIC = b"PYGOMP-CACHE-1:"
 stats = {"hits": 0, "builds": 0}
 
 
 def directory() -> str:
     """The cache directory (created); an unwritable one falls back to the temp dir."""
-    d = os.environ.get("PYGOMP_CACHE_DIR")
-    if not d:
-        import platformdirs
-        d = platformdirs.user_cache_dir("pygomp")
+    d = env.cache_dir()
     if d in _usable:
         return _usable[d]
     try:

@@ -55,7 +55,7 @@ def _parse(environ) -> Settings:
         display_env="" if display == "false" else display,
         devices=environ.get("PYGOMP_DEVICES"),
         info=_int(environ, "PYGOMP_INFO", 0),
-        cache_dir=environ.get("PYGOMP_CACHE_DIR") or _default_cache_dir(),
+        cache_dir=cache_dir(environ),
     )
 
 
@@ -70,7 +70,11 @@ def _int(environ, name, default):
                        f"(expected an integer)") from None
 
 
-def _default_cache_dir():
+def cache_dir(environ=os.environ) -> str:
+    """PYGOMP_CACHE_DIR, or the user cache dir (read each time: tests set it late)."""
+    d = environ.get("PYGOMP_CACHE_DIR")
+    if d:
+        return d
     import platformdirs
     return platformdirs.user_cache_dir("pygomp")
 
