@@ -57,6 +57,8 @@ def _row(dev, name, size, fn):
 
 
 def main(size=0) -> int:
+    print("time: an example's second run, its data set-up, transfers and numpy reference "
+          "included (bench/ measures kernels alone)")
     print(f"{'device':<14} {'kernel':<12} {'size':>10} {'time':>13}  check")
     ok = True
     examples = _examples()
