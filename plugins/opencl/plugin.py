@@ -440,7 +440,7 @@ def _describe(d) -> DeviceInfo:
                   "CL3.0" if generic else "CL1.2",
         "default_vector": 32 if kind == "gpu" else 16,
         "default_workers": 4,
-        "default_gangs": cus * (8 if kind == "gpu" else 4),
+        "default_gangs": cus * (8 if kind == "gpu" else 64),   # CPUs: many small groups balance
     }
     return DeviceInfo(name=d.name, kind=kind, platform=f"{d.platform.name} ({d.platform.vendor})",
                       memory=d.global_mem_size, properties=props)
