@@ -346,6 +346,8 @@ class Bound:
         nowait = self.nowait if nowait is None else nowait
         depend = self.depend if depend is None else depend
         if not (nowait or depend or k.nowait or k.depend):
+            if self.device is None:     # the default device: an ICV that may change
+                return k._run(None, args)
             dev = self.dev
             if dev is None or self.devs is not devices.all_devices() \
                     or dev.state != "initialized":

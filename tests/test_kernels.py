@@ -479,6 +479,23 @@ def test_default_device_call(device):
         pygomp.omp_set_default_device(old)
 
 
+def test_on_none_follows_the_default_device(offload_device):
+    """kernel.on(None) reads the default-device ICV at each call."""
+    k = inc.on(None)
+    old = pygomp.omp_get_default_device()
+    y = np.zeros(10)
+    try:
+        with pygomp.target_data(offload_device, alloc=[y]):
+            pygomp.omp_set_default_device(offload_device)
+            k(y)                                  # on the device's copy: y is stale
+            assert (y == 0.0).all()
+            pygomp.omp_set_default_device(pygomp.omp_get_initial_device())
+            k(y)                                  # on the host itself
+            assert (y == 1.0).all()
+    finally:
+        pygomp.omp_set_default_device(old)
+
+
 def test_nowait_and_depend(device):
     y = np.zeros(100000)
     k = inc.on(device)
