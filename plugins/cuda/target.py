@@ -124,12 +124,14 @@ class CudaDialect(Dialect):
             em.line(f"if ({self.leader(em)}) *{fn.ret_param} = {value};")
         em.line("return;")
 
-    def store(self, em, target, value):
+    def store(self, em, s):
         cond = self.leader(em)
-        em.line(f"{target} = {value};" if cond == "1" else f"if ({cond}) {target} = {value};")
+        text = f"{em.expr(s.target)} = {em.expr(s.value)};"
+        em.line(text if cond == "1" else f"if ({cond}) {text}")
 
-    def atomic_add(self, em, target, value, t):
+    def atomic_add(self, em, s):
         cond = self.leader(em)
+        target, value, t = em.expr(s.target), em.expr(s.value), s.target.type
         op = f"atomicAdd(&{target}, {value});"
         if t in (T.INT64,):
             op = f"atomicAdd((unsigned long long *)&{target}, (unsigned long long){value});"

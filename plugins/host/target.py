@@ -164,9 +164,9 @@ class HostDialect(Dialect):
             em.line(f"{call.outer} = {combined};")
         # SETUP and TEARDOWN: nothing on the host
 
-    def atomic_add(self, em, target, value, t):
+    def atomic_add(self, em, s):
         em.line("#pragma omp atomic")
-        em.line(f"{target} += {value};")
+        em.line(f"{em.expr(s.target)} += {em.expr(s.value)};")
 
     def barrier(self, em):
         em.line("/* barrier: a gang is one thread on the host */")

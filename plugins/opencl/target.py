@@ -159,7 +159,6 @@ class OpenCLDialect(LoopLowering, Dialect):
                     em.line(f"__global {elem} *{name} = (__global {elem} *)"
                             f"((__global char *){name}__base + {name}__off);")
             em.line("long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
-        _install(self, em)
 
     def kernel_close(self, em, fn):
         at = em.state["hoist_at"]
@@ -201,7 +200,7 @@ class OpenCLDialect(LoopLowering, Dialect):
                 text = f"if ({cond}) {text}"
         em.line(text)
 
-    def atomic(self, em, s):
+    def atomic_add(self, em, s):
         t = s.target.type
         sp = s.target.array.type.space
         target, value = em.expr(s.target), em.expr(s.value)
@@ -219,9 +218,6 @@ class OpenCLDialect(LoopLowering, Dialect):
             text = f"{target} += {value};"
         cond = self.leader(em) if sp != "private" else "1"
         em.line(text if cond == "1" else f"if ({cond}) {text}")
-
-    def atomic_add(self, em, target, value, t):      # replaced by `atomic` (see _install)
-        em.line(f"{target} += {value};")
 
     def barrier(self, em):
         em.line("PYG_BARRIER();")
@@ -270,13 +266,6 @@ class OpenCLDialect(LoopLowering, Dialect):
                 raise CompileError(f"OpenCL compilation of kernel {fn.pyname} failed:\n"
                                    f"{e}") from None
         return image
-
-
-def _install(dialect, em):
-    """Route stores and atomics of the kernel body through the dialect (they need the
-    leader condition and the address space, which the emitter's hooks do not pass)."""
-    em.s_Assign = lambda s: dialect.store(em, s)
-    em.s_AtomicAdd = lambda s: dialect.atomic(em, s)
 
 
 def _error(em, line, message):

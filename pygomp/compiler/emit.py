@@ -97,9 +97,10 @@ class Dialect:
         em.line("return;")
 
     # -- declarations, statements -------------------------------------------------
-    def store(self, em, target: str, value: str) -> None:
-        """An assignment to an array element (a dialect may guard it)."""
-        em.line(f"{target} = {value};")
+    def store(self, em, s: ir.Assign) -> None:
+        """An assignment to an array element (a dialect may guard it, or look at the
+        address space of ``s.target.array.type``)."""
+        em.line(f"{em.expr(s.target)} = {em.expr(s.value)};")
 
     def array_decl(self, em, name: str, t: T.Array) -> None:
         """Declare a private (one a thread) or local (one a gang) array of t.shape."""
@@ -116,7 +117,8 @@ class Dialect:
         """One of the four reduction calls (see `pygomp.compiler.reductions`)."""
         raise NotImplementedError
 
-    def atomic_add(self, em, target: str, value: str, t: T.Scalar) -> None:
+    def atomic_add(self, em, s: ir.AtomicAdd) -> None:
+        """``s.target += s.value`` atomically (``s.target`` is an ir.Index)."""
         raise NotImplementedError
 
     def barrier(self, em) -> None:
@@ -278,7 +280,7 @@ class Emitter:
 
     def s_Assign(self, s):
         if isinstance(s.target, ir.Index):
-            self.d.store(self, self.expr(s.target), self.expr(s.value))
+            self.d.store(self, s)
         else:
             self.line(f"{self.expr(s.target)} = {self.expr(s.value)};")
 
@@ -351,7 +353,7 @@ class Emitter:
         self.d.barrier(self)
 
     def s_AtomicAdd(self, s):
-        self.d.atomic_add(self, self.expr(s.target), self.expr(s.value), s.target.type)
+        self.d.atomic_add(self, s)
 
     def s_ArrayInit(self, s):
         if s.zero:
