@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from . import env, images
 from .intervals import IntervalMap
 from .mapping import INFINITY, Entry, table_dump
-from .plugin import DeviceInfo, PluginError
+from .plugin import API_VERSION, DeviceInfo, PluginError
 
 PLUGIN_GROUP = "pygomp.plugins"
 INITIAL_INFO = DeviceInfo(name="host", kind="cpu", properties={"memory": "shared (no mapping)"})
@@ -118,7 +118,12 @@ def plugins() -> dict:
         found = {}
         for ep in entry_points(group=PLUGIN_GROUP):
             try:
-                found[ep.name] = ep.load()()
+                cls = ep.load()
+                if getattr(cls, "api_version", None) != API_VERSION:
+                    raise OffloadError(f"it implements plugin API version "
+                                       f"{getattr(cls, 'api_version', '?')}, pygomp needs "
+                                       f"version {API_VERSION}")
+                found[ep.name] = cls()
             except Exception as e:      # a plugin whose library is missing is skipped
                 found[ep.name] = e
         _plugins = found

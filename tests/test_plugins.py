@@ -1,0 +1,99 @@
+"""A third-party plugin, registered under the entry-point group as the built-in ones are."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PLUGIN = textwrap.dedent("""
+    import ctypes
+    from pygomp.runtime.plugin import DeviceInfo, LoadedImage, Plugin
+
+    class BytesPlugin(Plugin):
+        '''Device memory in Python bytearrays, addressed from 1 << 32.'''
+        name, target = "bytes", "bytes"
+
+        def __init__(self):
+            self.mem, self.next = {}, 1 << 32
+
+        def _devices_impl(self):
+            return [DeviceInfo(name="bytes device")]
+
+        def _alloc_impl(self, dev, size):
+            addr, self.next = self.next, self.next + size + 64
+            self.mem[addr] = bytearray(size)
+            return addr
+
+        def _free_impl(self, dev, addr):
+            del self.mem[addr]
+
+        def _find(self, addr):
+            base = max(b for b in self.mem if b <= addr)
+            return self.mem[base], addr - base
+
+        def _host2dev_impl(self, dev, dst, src, size):
+            buf, off = self._find(dst)
+            buf[off:off + size] = ctypes.string_at(src, size)
+
+        def _dev2host_impl(self, dev, dst, src, size):
+            buf, off = self._find(src)
+            ctypes.memmove(dst, bytes(buf[off:off + size]), size)
+
+    class OldPlugin(BytesPlugin):
+        name, api_version = "old", 0
+""")
+
+ENTRY_POINTS = """\
+[pygomp.plugins]
+bytes = thirdparty_plugin:BytesPlugin
+old = thirdparty_plugin:OldPlugin
+"""
+
+CHECK = textwrap.dedent("""
+    import numpy as np, pygomp as omp
+    from pygomp.runtime import devices
+    print(sorted(devices.plugins()))
+    print(devices.all_devices()[0])
+    a = np.arange(8.0)
+    omp.target_enter_data(0, to=[a])
+    a[:] = 0
+    omp.target_update(0, from_=[a[2:4]])
+    print(a.tolist())
+    omp.target_exit_data(0, delete=[a])
+    print(omp.omp_target_is_present(a, 0))
+""")
+
+
+@pytest.fixture
+def site(tmp_path):
+    (tmp_path / "thirdparty_plugin.py").write_text(PLUGIN)
+    info = tmp_path / "thirdparty_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-plugin\n"
+                                   "Version: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    return tmp_path
+
+
+def run(site, devices_var, code=CHECK):
+    env = dict(os.environ, PYTHONPATH=str(site), PYGOMP_DEVICES=devices_var)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_third_party_plugin_is_found_and_maps_data(site):
+    p = run(site, "bytes")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "bytes" in eval(lines[0]) and "host" in eval(lines[0])
+    assert lines[1] == "<device 0: bytes 'bytes device', uninitialized>"
+    assert lines[2] == "[0.0, 0.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.0]"
+    assert lines[3] == "0"
+
+
+def test_a_plugin_of_another_api_version_is_refused(site):
+    p = run(site, "old")
+    assert p.returncode != 0
+    assert ("PYGOMP_DEVICES: plugin 'old' cannot be loaded: it implements plugin API "
+            "version 0, pygomp needs version 1") in p.stderr
