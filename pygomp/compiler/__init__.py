@@ -1,6 +1,8 @@
 """The kernel compiler: Python AST -> typed IR -> C-family source for a target dialect.
 
     frontend.py    ast -> IR through a whitelist visitor; `CompileError`; the C semantics
+    statements.py  the visitor's statements;  loops.py  its for loops and clauses
+    expressions.py its expressions;  calls.py  its calls (math, min/max/abs, helpers)
     types.py       scalar and array types (arrays carry their address space)
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level

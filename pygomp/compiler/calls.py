@@ -1,0 +1,151 @@
+"""Calls in kernels: omp builtins, conversions, min/max/abs, the math table, and
+declare_target helpers (compiled once a signature of argument types)."""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+
+import numpy as np
+
+from . import ir, lang
+from . import types as T
+from .expressions import _UNSET, _i, _result_type
+
+# math functions by object -> (generic name, kind); kind: "f" float result, "i" int result
+MATH = {}
+for _n in ("sqrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+           "atanh erf erfc expm1 log1p fabs atan2 pow hypot fmod copysign gamma lgamma").split():
+    if hasattr(math, _n):
+        MATH[getattr(math, _n)] = (_n, "f")
+MATH[math.floor] = ("floor", "i")
+MATH[math.ceil] = ("ceil", "i")
+MATH[math.trunc] = ("trunc", "i")
+MATH[math.isnan] = ("isnan", "b")
+MATH[math.isinf] = ("isinf", "b")
+MATH[math.isfinite] = ("isfinite", "b")
+for _np, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("log2", "log2"),
+                ("log10", "log10"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"),
+                ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"),
+                ("cosh", "cosh"), ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"),
+                ("arctanh", "atanh"), ("expm1", "expm1"), ("log1p", "log1p"),
+                ("fabs", "fabs"), ("arctan2", "atan2"), ("power", "pow"), ("hypot", "hypot"),
+                ("fmod", "fmod"), ("copysign", "copysign"), ("floor", "floor"),
+                ("ceil", "ceil"), ("trunc", "trunc")):
+    MATH[getattr(np, _np)] = (_n, "f")
+for _np in ("isnan", "isinf", "isfinite"):
+    MATH[getattr(np, _np)] = (_np, "b")
+MINMAX = {builtins.min: "min", builtins.max: "max", np.minimum: "min", np.maximum: "max"}
+ABS = (builtins.abs, np.abs, np.absolute)
+
+
+class Calls:
+    """Mixin of `frontend.Frontend`: ``expr_Call``."""
+
+    def no_args(self, call, n):
+        if len(call.args) != n or call.keywords:
+            raise self.error(call, f"{ast.unparse(call.func)}() takes {n} positional arguments")
+
+    def expr_Call(self, node):
+        obj = self.callee(node.func)
+        if obj is _UNSET:
+            raise self.error(node, f"{ast.unparse(node.func)} is not a function a kernel can "
+                                   f"call")
+        if node.keywords:
+            raise self.error(node, f"{ast.unparse(node.func)}(): keyword arguments are not "
+                                   f"supported here")
+        if obj in lang.BUILTINS:
+            self.no_args(node, 0)
+            return ir.Builtin(lang.BUILTINS[obj], type=T.INT64)
+        if isinstance(obj, lang.DeclareTarget):
+            return self.helper_call(obj, node)
+        if obj in (lang.barrier, lang.atomic_add):
+            raise self.error(node, f"{ast.unparse(node.func)}() is a statement, not a value")
+        if obj is builtins.len:
+            self.no_args(node, 1)
+            a = self.expr(node.args[0])
+            if not isinstance(a, ir.ArrayRef):
+                raise self.error(node, "len() takes an array")
+            return self.shape(a, 0)
+        args = [self.expr(a) for a in node.args]
+        for a, n in zip(args, node.args):
+            if not isinstance(a.type, T.Scalar):
+                raise self.error(n, f"{ast.unparse(n)} is an array; "
+                                    f"{ast.unparse(node.func)}() takes scalars")
+        if obj in (int, float, bool) or (isinstance(obj, type) and issubclass(obj, np.generic)):
+            if len(args) != 1:
+                raise self.error(node, f"{ast.unparse(node.func)}() takes one argument")
+            try:
+                t = T.scalar(obj)
+            except TypeError as e:
+                raise self.error(node, str(e)) from None
+            if t.is_bool:
+                return ir.Compare("!=", args[0], self.convert(_i(0), args[0].type, node),
+                                  type=T.BOOL)
+            return ir.Cast(args[0], type=t)
+        if obj in MINMAX:
+            if len(args) < 2:
+                raise self.error(node, f"{ast.unparse(node.func)}() needs at least two "
+                                       f"scalars in a kernel")
+            out = args[0]
+            for b in args[1:]:
+                t = _result_type(out, b)
+                out = ir.Call(MINMAX[obj], [self.convert(out, t, node),
+                                            self.convert(b, t, node)], type=t,
+                              weak=out.weak and b.weak)
+            return out
+        if any(obj is f for f in ABS):
+            self.no_args(node, 1)
+            t = T.INT64 if args[0].type.is_bool else args[0].type
+            return ir.Call("abs", [self.convert(args[0], t, node)], type=t, weak=args[0].weak)
+        try:
+            entry = MATH.get(obj)
+        except TypeError:
+            entry = None
+        if entry is not None:
+            name, kind = entry
+            if not args:
+                raise self.error(node, f"{ast.unparse(node.func)}() needs arguments")
+            typed = [a.type for a in args if not a.weak]
+            t = typed[0] if typed else T.FLOAT64
+            for x in typed[1:]:
+                t = T.promote(t, x)
+            if not t.is_float:
+                t = T.FLOAT64
+            call = ir.Call(name, [self.convert(a, t, node) for a in args], type=t)
+            if kind == "i":
+                return ir.Cast(call, type=T.INT64)
+            if kind == "b":
+                call.type = T.BOOL
+            return call
+        raise self.error(node, f"{ast.unparse(node.func)} ({type(obj).__name__}) cannot be "
+                               f"called in a kernel; decorate helpers with @omp.declare_target")
+
+    def helper_call(self, helper, node):
+        args = [self.expr(a) for a in node.args]
+        types_ = []
+        for a in args:
+            if isinstance(a.type, T.Array):
+                if not isinstance(a, ir.ArrayRef):
+                    raise self.error(node, "array arguments must be array names")
+                types_.append(a.type if a.type.space == "global" else
+                              T.Array(a.type.elem, a.type.ndim, a.type.space, a.type.shape))
+            else:
+                types_.append(a.type)
+        key = (helper, tuple(types_))
+        fn = self.registry.done.get(key)
+        if fn is None:
+            if key in self.registry.busy:
+                raise self.error(node, f"recursive call of {helper.__name__}: recursion is "
+                                       f"not supported in kernels")
+            self.registry.busy.add(key)
+            try:
+                name = f"{helper.__name__}__{len(self.registry.order)}"
+                fe = type(self)(helper.py_func, types_, is_kernel=False,
+                                registry=self.registry, name=name)
+                fn = fe.build()
+            finally:
+                self.registry.busy.discard(key)
+            self.registry.done[key] = fn
+            self.registry.order.append(fn)
+        return ir.HelperCall(fn, args, type=fn.ret)

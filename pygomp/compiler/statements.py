@@ -1,0 +1,273 @@
+"""Statements of the kernel front end: assignments, if, while, break, continue, return."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from . import ir, lang
+from . import types as T
+from .expressions import _BINOPS, _UNSET
+
+
+class Statements:
+    """Mixin of `frontend.Frontend`: the ``stmt_*`` methods but ``for``, and variables."""
+
+    def stmt_Pass(self, s):
+        return None
+
+    def stmt_Expr(self, s):
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return None                                   # a docstring
+        if not isinstance(s.value, ast.Call):
+            raise self.error(s, "an expression statement must be a call")
+        obj = self.callee(s.value.func)
+        if obj is lang.barrier:
+            self.no_args(s.value, 0)
+            if not self.is_kernel:
+                raise self.error(s, "omp.barrier() is allowed only in kernels")
+            if any(lv in ("worker", "vector") for lv in self.levels):
+                raise self.error(s, "omp.barrier() inside a worker or vector loop would "
+                                    "deadlock; call it between the worker loops of a gang")
+            return ir.Barrier()
+        if obj is lang.atomic_add:
+            return self.atomic(s.value)
+        return ir.ExprStmt(self.expr(s.value))
+
+    def atomic(self, call):
+        self.no_args(call, 3)
+        arr, idx, val = call.args
+        target = self.subscript(arr, idx.elts if isinstance(idx, ast.Tuple) else [idx], call)
+        t = target.type
+        if t not in (T.INT32, T.INT64, T.UINT32, T.UINT64, T.FLOAT32, T.FLOAT64):
+            raise self.error(call, f"omp.atomic_add on a {t} array: use int32, int64, "
+                                   f"uint32, uint64, float32 or float64")
+        return ir.AtomicAdd(target, self.convert(self.expr(val), t, call))
+
+    def stmt_Assign(self, s):
+        if len(s.targets) != 1:
+            return [x for t in s.targets for x in self.block([ast.copy_location(
+                ast.Assign(targets=[t], value=s.value), s)])]
+        target = s.targets[0]
+        if isinstance(target, ast.Tuple):
+            return self.unpack(target, s.value, s)
+        if isinstance(target, ast.Name) and isinstance(s.value, ast.Call):
+            made = self.array_creation(target, s.value)
+            if made is not None:
+                return made
+        return self.assign(target, s.value, s)
+
+    def unpack(self, target, value, s):
+        """``a, b = x, y`` (through temporaries when they overlap) and ``n, m = a.shape``."""
+        if (isinstance(value, ast.Attribute) and value.attr == "shape"
+                and isinstance(value.value, ast.Name) and value.value.id in self.arrays):
+            ndim = self.arrays[value.value.id][1].ndim
+            value = ast.Tuple(elts=[ast.copy_location(ast.Subscript(
+                value=value, slice=ast.Constant(k), ctx=ast.Load()), s) for k in range(ndim)],
+                ctx=ast.Load())
+        if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
+            raise self.error(s, "tuple assignment needs a tuple of the same length on the "
+                                "right (a, b = x, y) or an array's shape")
+        names = {n.id for t in target.elts for n in ast.walk(t) if isinstance(n, ast.Name)}
+        used = {n.id for v in value.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
+        out = []
+        if names & used:
+            temps = []
+            for k, v in enumerate(value.elts):
+                tmp = ast.copy_location(ast.Name(id=f"__tup{self.line(s)}_{k}", ctx=ast.Store()), s)
+                out += self.block([ast.copy_location(ast.Assign(targets=[tmp], value=v), s)])
+                temps.append(ast.copy_location(ast.Name(id=tmp.id, ctx=ast.Load()), s))
+            value = ast.Tuple(elts=temps, ctx=ast.Load())
+        for t, v in zip(target.elts, value.elts):
+            out += self.block([ast.copy_location(ast.Assign(targets=[t], value=v), s)])
+        return out
+
+    def stmt_AnnAssign(self, s):
+        if not isinstance(s.target, ast.Name):
+            raise self.error(s, "annotations are allowed only on plain variable names")
+        try:
+            t = T.scalar(self.static(s.annotation))
+        except TypeError:
+            raise self.error(s, f"unsupported annotation {ast.unparse(s.annotation)}") from None
+        name = s.target.id
+        if self.fixed.setdefault(name, t) != t:
+            raise self.error(s, f"{name!r} is annotated twice with different types")
+        self.vtypes[name] = t
+        if s.value is None:
+            self.define(name, s)
+            return None
+        return self.assign(s.target, s.value, s)
+
+    def stmt_AugAssign(self, s):
+        op = _BINOPS.get(type(s.op))
+        if op is None:
+            raise self.error(s, f"operator {type(s.op).__name__} is not supported")
+        load = ast.copy_location(_as_load(s.target), s)
+        value = ast.copy_location(ast.BinOp(left=load, op=s.op, right=s.value), s)
+        return self.assign(s.target, value, s)
+
+    def assign(self, target, value_node, s):
+        if isinstance(target, ast.Subscript):
+            idx = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            t = self.subscript(target.value, idx, target)
+            v = self.expr(value_node)
+            return ir.Assign(t, self.convert(v, t.type, s))
+        if not isinstance(target, ast.Name):
+            raise self.error(s, f"cannot assign to {ast.unparse(target)}")
+        name = target.id
+        if name in self.arrays:
+            raise self.error(s, f"{name!r} is an array: it cannot be reassigned in a kernel")
+        if name in self.seqvars or any(name in sc.loopvars for sc in self.scopes):
+            raise self.error(s, f"assignment to the loop variable {name!r}")
+        v = self.expr(value_node)
+        if isinstance(v.type, T.Array):
+            raise self.error(s, "arrays cannot be assigned to variables in kernels; "
+                                "use the array itself")
+        if v.type is T.VOID:
+            raise self.error(s, "the called function returns nothing")
+        vt = v.type
+        fixed = self.fixed.get(name)
+        if name in self.params:
+            fixed = self.vtypes[name]
+        if fixed is not None:
+            if not T.can_assign(fixed, vt):
+                raise self.error(s, f"cannot assign a {vt} value to {name!r} of type "
+                                    f"{fixed}; convert it explicitly (int(...))")
+        elif name not in self.vtypes:
+            self.vtypes[name] = vt
+            self.changed = True
+        else:
+            old = self.vtypes[name]
+            if not (v.weak and T.promote_weak(old, vt) == old):
+                new = T.promote(old, vt) if not v.weak else T.promote_weak(old, vt)
+                if new != old:
+                    if old.is_float and not new.is_float:
+                        raise self.error(s, f"{name!r} is {old} and gets {vt}")
+                    self.vtypes[name] = new
+                    self.changed = True
+        cname = self.define(name, s)
+        return ir.Assign(ir.Var(cname, type=self.vtypes[name]),
+                         self.convert(v, self.vtypes[name], s))
+
+    def define(self, name, node):
+        """The C name of ``name`` for writing, declaring it in the current scope if new."""
+        found = self.resolve(name)
+        if found is not None:
+            cname, scope = found
+            if scope is not self.scopes[-1]:
+                raise self.error(node, f"assignment to {name!r} inside the parallel loop at "
+                                       f"line {self.scopes[-1].line} races with the other "
+                                       f"iterations: list it in reduction= or private=, or "
+                                       f"use an array element")
+            return cname
+        scope = self.scopes[-1]
+        cname = self.cname(name)
+        scope.names[name] = cname
+        self.gone.pop(name, None)
+        t = self.vtypes.get(name)
+        scope.decls.append((cname, t))
+        self.decl_lines.setdefault(cname, self.line(node))
+        return cname
+
+    def resolve(self, name):
+        for scope in reversed(self.scopes):
+            if name in scope.reductions:
+                return scope.reductions[name], scope
+            if name in scope.names:
+                return scope.names[name], scope
+        return None
+
+    def array_creation(self, target, call):
+        obj = self.callee(call.func)
+        if obj not in (np.zeros, np.empty, lang.shared_array):
+            return None
+        name = target.id
+        if self.is_local(name):
+            raise self.error(call, f"{name!r} is already defined: an array needs a new name")
+        kw = {k.arg: k.value for k in call.keywords}
+        if len(call.args) > 2 or set(kw) - {"dtype", "shape"}:
+            raise self.error(call, f"{ast.unparse(call.func)}(shape, dtype) takes a shape "
+                                   f"and a dtype")
+        shape_node = call.args[0] if call.args else kw.get("shape")
+        dtype_node = call.args[1] if len(call.args) > 1 else kw.get("dtype")
+        shape = self.static(shape_node) if shape_node is not None else _UNSET
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        if (not isinstance(shape, tuple) or not shape
+                or not all(isinstance(d, (int, np.integer)) and d > 0 for d in shape)):
+            raise self.error(call, "the shape of a local array must be positive integer "
+                                   "constants (literals or module constants)")
+        if dtype_node is None:
+            elem = T.FLOAT64
+        else:
+            try:
+                elem = T.scalar(self.static(dtype_node))
+            except TypeError as e:
+                raise self.error(call, f"bad dtype {ast.unparse(dtype_node)}: {e}") from None
+        if obj is lang.shared_array:
+            if not self.is_kernel:
+                raise self.error(call, "omp.shared_array is allowed only in kernels")
+            if any(lv in ("worker", "vector") for lv in self.levels):
+                raise self.error(call, "omp.shared_array must be created outside worker and "
+                                       "vector loops (once per gang)")
+            space = "local"
+        else:
+            space = "private"
+        t = T.Array(elem, len(shape), space, tuple(int(d) for d in shape))
+        cname = self.cname(name)
+        self.arrays[name] = (cname, t)
+        self.scopes[-1].decls.append((cname, t))
+        self.decl_lines.setdefault(cname, self.line(call))
+        return ir.ArrayInit(cname, t, zero=obj is np.zeros)
+
+    def stmt_If(self, s):
+        return ir.If(self.cond(s.test), self.block(s.body), self.block(s.orelse))
+
+    def stmt_While(self, s):
+        if s.orelse:
+            raise self.error(s, "while ... else is not supported in kernels")
+        self.loopdepth += 1
+        try:
+            return ir.While(self.cond(s.test), self.block(s.body))
+        finally:
+            self.loopdepth -= 1
+
+    def stmt_Break(self, s):
+        if not self.loopdepth:
+            raise self.error(s, "break directly in a parallel loop is not allowed: it has "
+                                "no order to stop")
+        return ir.Break()
+
+    def stmt_Continue(self, s):
+        if not self.loopdepth:
+            raise self.error(s, "continue outside a sequential loop")
+        return ir.Continue()
+
+    def stmt_Return(self, s):
+        if self.levels:
+            raise self.error(s, "return inside a parallel loop; reduce into a variable "
+                                "and return it after the loop")
+        if s.value is None:
+            if self.ret not in (None, T.VOID):
+                raise self.error(s, "return without a value in a function returning a value")
+            self.ret = T.VOID
+            return ir.Return(None)
+        v = self.expr(s.value)
+        if not isinstance(v.type, T.Scalar):
+            raise self.error(s, "a kernel or helper may return only a scalar")
+        vt = v.type
+        if self.ret is None:
+            self.ret, self.changed = vt, True
+        elif self.ret is T.VOID:
+            raise self.error(s, "return with and without a value in the same function")
+        elif T.promote(self.ret, vt) != self.ret:
+            self.ret, self.changed = T.promote(self.ret, vt), True
+        return ir.Return(self.convert(v, self.ret, s))
+
+
+def _as_load(node):
+    if isinstance(node, ast.Name):
+        return ast.Name(id=node.id, ctx=ast.Load())
+    if isinstance(node, ast.Subscript):
+        return ast.Subscript(value=node.value, slice=node.slice, ctx=ast.Load())
+    return node
