@@ -20,6 +20,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from pygomp.runtime import devices, env, images
 from pygomp.runtime.devices import Device
@@ -183,3 +184,23 @@ def user_entries(dev):
 def symbol_address(path, name) -> int:
     """The address of a symbol of a loaded shared object (dlopen gives the same copy)."""
     return ctypes.cast(getattr(ctypes.CDLL(path), name), ctypes.c_void_p).value
+
+
+# -- fixtures (import them into a test module by name) ----------------------------
+
+@pytest.fixture
+def plugin():
+    return CountingHostPlugin()
+
+
+@pytest.fixture
+def dev(plugin):
+    d = fresh_device(0, plugin)
+    initial = fresh_device(1, plugin, is_initial=True)
+    with installed_devices([d, initial], settings()):
+        yield d
+        d.finalize()
+        initial.finalize()
+    # whatever a test did, every device allocation was given back
+    assert plugin.live == {}, f"leaked device memory: {plugin.live}"
+    assert plugin.allocs == plugin.frees

@@ -22,29 +22,10 @@ from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.mapping import INFINITY, Item, MappingError
 from pygomp.runtime.plugin import PluginError
 
-from runtime_helpers import (CountingHostPlugin, addr, build_so, fresh_device, host_table,
-                             installed_devices, registered, settings, symbol_address,
-                             user_entries)
+from runtime_helpers import (addr, build_so, dev, host_table, plugin,  # noqa: F401
+                             registered, settings, symbol_address, user_entries)
 
 DEV, HOST = 0, 1      # the offload device and the initial device in these tests
-
-
-@pytest.fixture
-def plugin():
-    return CountingHostPlugin()
-
-
-@pytest.fixture
-def dev(plugin):
-    d = fresh_device(0, plugin)
-    initial = fresh_device(1, plugin, is_initial=True)
-    with installed_devices([d, initial], settings()):
-        yield d
-        d.finalize()
-        initial.finalize()
-    # whatever a test did, every device allocation was given back
-    assert plugin.live == {}, f"leaked device memory: {plugin.live}"
-    assert plugin.allocs == plugin.frees
 
 
 @pytest.fixture

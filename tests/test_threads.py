@@ -11,24 +11,11 @@ from pygomp import (omp_get_mapped_ptr, omp_target_is_present, omp_target_memcpy
 from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.mapping import INFINITY, Item
 
-from runtime_helpers import (CountingHostPlugin, addr, build_so, fresh_device, host_table,
-                             installed_devices, registered, settings, user_entries)
+from runtime_helpers import (CountingHostPlugin, addr, build_so, dev,  # noqa: F401
+                             fresh_device, host_table, installed_devices, plugin,
+                             registered, settings, user_entries)
 
 THREADS = 8
-
-
-@pytest.fixture
-def plugin():
-    return CountingHostPlugin()
-
-
-@pytest.fixture
-def dev(plugin):
-    d = fresh_device(0, plugin)
-    with installed_devices([d, fresh_device(1, plugin, is_initial=True)], settings()):
-        yield d
-        d.finalize()
-    assert plugin.live == {} and plugin.allocs == plugin.frees
 
 
 @pytest.fixture(autouse=True)
