@@ -63,6 +63,11 @@ def _range(addr, size):
     return f"[{addr:#x}..{addr + size:#x})"
 
 
+def _not_present(dev, addr, size):
+    return _error(dev, f"present: {_range(addr, size)} ({size} bytes at host address "
+                       f"{addr:#x}) is not present on the device")
+
+
 class Region:
     """What one construct did to a device's map, so that it can be undone or ended."""
     __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic")
@@ -155,8 +160,7 @@ def _create(region, it, t):
     dev = region.dev
     addr, size, kind, obj = it
     if t.present:
-        raise _error(dev, f"present: {_range(addr, size)} ({size} bytes at host address "
-                          f"{addr:#x}) is not present on the device")
+        raise _not_present(dev, addr, size)
     if size == 0:
         return None
     d = dev.plugin.alloc(dev.local, size)
@@ -282,8 +286,7 @@ def exit_data(dev, items) -> None:
                                    f"not valid on target exit data (from, release or delete)")
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None and kinds.is_present(it.kind):
-                raise _error(dev, f"present: {_range(it.addr, it.size)} ({it.size} bytes at "
-                                  f"host address {it.addr:#x}) is not present on the device")
+                raise _not_present(dev, it.addr, it.size)
             entries.append(e)
         deleted = {id(e) for it, e in zip(items, entries) if kinds.base(it.kind) == kinds.DELETE}
         seen = set()
@@ -307,8 +310,7 @@ def update(dev, items) -> None:
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
                 if kinds.is_present(it.kind):
-                    raise _error(dev, f"present: {_range(it.addr, it.size)} ({it.size} bytes "
-                                      f"at host address {it.addr:#x}) is not present on the device")
+                    raise _not_present(dev, it.addr, it.size)
                 continue
             if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
                 raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
