@@ -20,20 +20,12 @@ pytest.importorskip("pyopencl")
 from pygomp_plugins.opencl import target as cltarget  # noqa: E402
 
 
-def _opencl():
-    for d in devices.all_devices():
-        if d.plugin.name == "opencl":
-            return d
-    return None
+from test_opencl_plugin import _opencl_device, dev  # noqa: E402,F401  (a fixture)
 
 
 @pytest.fixture(scope="module")
-def cldev():
-    d = _opencl()
-    if d is None:
-        pytest.skip("no OpenCL device")
-    d.ensure_init()
-    return d
+def cldev(dev):
+    return dev
 
 
 @omp.declare_target
@@ -185,7 +177,7 @@ WORKGROUPS = textwrap.dedent("""
     import test_opencl_dialect as t
     import test_kernels as k
     from pygomp.runtime import devices
-    dev = t._opencl().number
+    dev = t._opencl_device().number
     x = np.arange(64.0); out = np.zeros(8)
     t.shared_sum.on(dev)(x, out)
     assert (out == x.reshape(8, 8).sum(1) + x[0]).all(), out
