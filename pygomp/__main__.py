@@ -6,7 +6,11 @@ import sys
 
 
 def info(args) -> int:
+    from . import upc
     from .runtime import devices, env
+    upc_lines = upc.info_lines()        # None outside mpiexec; [] on ranks other than 0
+    if upc_lines == []:
+        return 0
     s = env.settings()
     print("plugins:")
     for name, p in sorted(devices.plugins().items()):
@@ -31,6 +35,10 @@ def info(args) -> int:
     print(f"  PYGOMP_DEVICES = {s.devices if s.devices is not None else '(unset: all devices)'}")
     print(f"  PYGOMP_INFO = {s.info:#x}")
     print(f"  PYGOMP_CACHE_DIR = {s.cache_dir}")
+    if upc_lines:
+        print("upc (pygomp.upc over MPI):")
+        for line in upc_lines:
+            print(f"  {line}")
     return 0
 
 

@@ -1,0 +1,157 @@
+"""Work where the data lives: `forall` and `all_reduce`."""
+from __future__ import annotations
+
+import numpy as np
+
+import pygomp as omp
+
+from .array import SharedArray
+
+_UFUNCS = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum,
+           "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}
+
+
+def _on_my_threads(a, kernel, args_of):
+    """kernel(*args_of(t)) on the device of each of this rank's threads that holds part
+    of a, all at once (nowait tasks); {thread: result}, or the first error once every
+    task has finished."""
+    tasks = {t: kernel.on(a.world.device_of(t))(*args_of(t), nowait=True)
+             for t in a.world.my_threads if a.layout.count(t)}
+    results, error = {}, None
+    for t, task in tasks.items():
+        try:
+            results[t] = task.wait()
+        except Exception as e:          # noqa: BLE001  (the others still finish first)
+            error = error or e
+    if error is not None:
+        raise error
+    return results
+
+
+def combine(world, values, op):
+    """The reduction by op of every rank's values (collective, same result everywhere):
+    each rank reduces its own, MPI gathers those, each rank reduces them in rank order."""
+    ufunc = _ufunc(op)
+    mine = ufunc.reduce(np.asarray(values)) if len(values) else None
+    got = [x for x in world.gather_objects("reduce", mine) if x is not None]
+    if not got:
+        raise ValueError(f"upc: reduction {op!r} over no elements")
+    return ufunc.reduce(np.asarray(got)).item()
+
+
+def _ufunc(op):
+    try:
+        return _UFUNCS[op]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown reduction {op!r}: use one of "
+                         f"{', '.join(_UFUNCS)}") from None
+
+
+def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, reduce=None):
+    """Run ``kernel(local, gidx, *args)`` once for each of this rank's threads, on its
+    device, all devices at once: ``local`` is the thread's part of ``a`` (a view: what
+    the kernel writes goes back to a), ``gidx`` the int64 flat indices of its elements
+    (read-only: map it "to").  A shared array among ``args`` is passed as the thread's
+    part of it, so it must be laid out like ``a``, as must ``affinity`` (default ``a``).
+    Returns {thread: result}, or with ``reduce=op`` the reduction of every thread's
+    result over all ranks (then forall is collective).  Like upc_forall, no barrier."""
+    if not isinstance(a, SharedArray):
+        raise TypeError(f"forall: a must be a shared array, not {type(a).__name__}")
+    if reduce is not None:
+        _ufunc(reduce)
+    same = (a.shape, a.layout.blocksize)
+    for what, x in (("affinity", affinity), *((f"argument {i + 3}", x)
+                                               for i, x in enumerate(args))):
+        if isinstance(x, SharedArray) and (x.shape, x.layout.blocksize) != same:
+            raise ValueError(f"forall: {what} is not laid out like a: shape {x.shape}, "
+                             f"blocksize {x.layout.blocksize} against shape {a.shape}, "
+                             f"blocksize {a.layout.blocksize}")
+    if affinity is not None and not isinstance(affinity, SharedArray):
+        raise TypeError("forall: affinity must be a shared array laid out like a")
+
+    def args_of(t):
+        return (a.local(t), a.global_indices(t),
+                *(x.local(t) if isinstance(x, SharedArray) else x for x in args))
+
+    results = _on_my_threads(a, kernel, args_of)
+    if reduce is None:
+        return results
+    return combine(a.world, list(results.values()), reduce)
+
+
+def all_reduce(a: SharedArray, op: str):
+    """The reduction of every element of a by op ("+", "*", "max", "min", "&", "|",
+    "^"), in a's dtype: a kernel on each thread's device, then MPI across the ranks
+    (collective)."""
+    kernel = _REDUCERS.get(op) if isinstance(op, str) else None
+    if kernel is None:
+        _ufunc(op)
+    if op in ("&", "|", "^") and a.dtype.kind not in "iub":
+        raise TypeError(f"all_reduce: {op!r} needs an integer array, not {a.dtype}")
+    parts = _on_my_threads(a, kernel, lambda t: (a.local(t),))
+    values = np.asarray(list(parts.values()), dtype=a.dtype)
+    if a.size == 0:
+        return _ufunc(op).reduce(values).item()
+    return combine(a.world, values, op)
+
+
+# -- the device-level reductions (x is never empty: empty parts are skipped) -----------
+
+@omp.target(map={"x": "to"})
+def _sum(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="+:s"):
+        s += x[i + 1]
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _prod(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="*:s"):
+        s *= x[i + 1]
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _max(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="max:s"):
+        s = max(s, x[i + 1])
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _min(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="min:s"):
+        s = min(s, x[i + 1])
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _and(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="&:s"):
+        s &= x[i + 1]
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _or(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="|:s"):
+        s |= x[i + 1]
+    return s
+
+
+@omp.target(map={"x": "to"})
+def _xor(x):
+    s = x[0]
+    for i in omp.parallel_range(x.shape[0] - 1, reduction="^:s"):
+        s ^= x[i + 1]
+    return s
+
+
+_REDUCERS = {"+": _sum, "*": _prod, "max": _max, "min": _min, "&": _and, "|": _or,
+             "^": _xor}
