@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pygomp info
 	$(PY) -m pygomp demo
+	$(VENV)/bin/mpiexec -n 2 $(PY) examples/upc_stencil.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -23,5 +24,5 @@ info: $(STAMP)
 	$(PY) -m pygomp info
 
 bench: $(STAMP)
-	$(PY) -m pip install -q -e ".[opencl,test,bench]"
+	$(PY) -m pip install -q -e ".[opencl,test,mpi,bench]"
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
