@@ -9,6 +9,8 @@ other ranks are visible here after `barrier()`, as in UPC.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import world as _world
@@ -193,11 +195,7 @@ def _select(shape, key):
     key = key + (slice(None),) * (len(shape) - len(key))
     flat = np.zeros((), np.int64)
     out_shape = []
-    stride = 1
-    strides = [0] * len(shape)
-    for d in range(len(shape) - 1, -1, -1):
-        strides[d] = stride
-        stride *= shape[d]
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]     # row-major
     arrays = 0
     for d, (k, n) in enumerate(zip(key, shape)):
         if isinstance(k, slice):

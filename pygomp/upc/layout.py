@@ -14,6 +14,10 @@ import math
 import numpy as np
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _nonneg_int(value, what):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
             or value < 0:
@@ -35,7 +39,7 @@ class Layout:
         if self.threads < 1:
             raise ValueError("THREADS must be >= 1")
         if blocksize is None:               # UPC's [*]
-            blocksize = max(1, -(-self.size // self.threads))
+            blocksize = max(1, _ceil_div(self.size, self.threads))
         self.blocksize = _nonneg_int(blocksize, "blocksize")
 
     def __eq__(self, other):
@@ -84,7 +88,7 @@ class Layout:
         B, T, N = self.blocksize, self.threads, self.size
         if B == 0:
             return N
-        return -(-(-(-N // B)) // T) * B
+        return _ceil_div(_ceil_div(N, B), T) * B
 
     @property
     def localsizeof(self) -> int:

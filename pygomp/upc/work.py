@@ -57,6 +57,8 @@ def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, r
     result over all ranks (then forall is collective).  Like upc_forall, no barrier."""
     if not isinstance(a, SharedArray):
         raise TypeError(f"forall: a must be a shared array, not {type(a).__name__}")
+    if not callable(getattr(kernel, "on", None)):
+        raise TypeError(f"forall: {kernel!r} is not an @omp.target kernel")
     if reduce is not None:
         _ufunc(reduce)
     same = (a.shape, a.layout.blocksize)

@@ -4,12 +4,18 @@ Every rank checks the layout as seen through MPI, remote reads and writes (one M
 operation a target rank), pointers to shared, forall updates and all_reduce against
 numpy, then prints "rank R: ok, N checks".
 """
+import sys
+from pathlib import Path
+
 import numpy as np
 from mpi4py import MPI
 
 import pygomp as omp
 from pygomp import upc
 from pygomp.upc.layout import Layout
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from examples.upc_stencil import dot  # noqa: E402
 
 RANK, SIZE = MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size
 done = 0
@@ -97,14 +103,6 @@ def check_remote_writes():
 def axpy_plus_index(x, gidx, y, alpha: float):
     for j in omp.parallel_range(x.shape[0]):
         x[j] = x[j] + alpha * y[j] + gidx[j]
-
-
-@omp.target(map={"x": "to", "gidx": "to", "y": "to"})
-def dot(x, gidx, y):
-    s = 0.0
-    for j in omp.parallel_range(x.shape[0], reduction="+:s"):
-        s += x[j] * y[j]
-    return s
 
 
 def check_forall():
