@@ -84,8 +84,10 @@ FAILURES = {
     "skip": "the ranks are not in the same collective call",
     "stall": "waited 2 s (PYGOMP_UPC_TIMEOUT) for the other ranks",
     "mismatch": "shared_array: the ranks asked for different arrays",
-    "kernel": "upc_fail.py:30: ",
+    "kernel": "upc_fail.py:{line}: ",             # the kernel's file and line
 }
+BAD_LINE = next(i for i, text in enumerate((ROOT / "tests/mpi/upc_fail.py").read_text()
+                                           .splitlines(), 1) if "{j: 1}" in text)
 
 
 @pytest.mark.parametrize("n, how", [(2, how) for how in FAILURES if how != "stall"]
@@ -94,6 +96,6 @@ def test_a_rank_that_fails_stops_the_job_with_its_error(n, how):
     rc, out, seconds = mpirun(n, "tests/mpi/upc_fail.py", how, timeout=60,
                               PYGOMP_DEVICES="host", PYGOMP_UPC_TIMEOUT="2")
     assert rc != 0 and "passed the barrier" not in out, out
-    assert FAILURES[how].format(last=n - 1) in out, out
+    assert FAILURES[how].format(last=n - 1, line=BAD_LINE) in out, out
     assert "aborting all ranks" in out or "pygomp.upc: rank" in out, out
     assert seconds < 50, f"took {seconds:.0f} s"

@@ -23,7 +23,7 @@ import traceback
 
 import numpy as np
 
-from .. import api
+import pygomp as omp
 
 # what a rank can be doing in a collective (index = code in the allgather)
 STEPS = ("init", "barrier", "shared_array", "free", "reduce", "info", "exit")
@@ -67,11 +67,11 @@ class World:
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.node_rank, self.node_size = node.rank, node.size
         node.Free()
-        n = api.omp_get_num_devices()
+        n = omp.omp_get_num_devices()
         self.per_rank = _env_number("PYGOMP_UPC_DEVICES_PER_RANK", int, 1)
         k = self.per_rank or max(1, n // self.node_size)
         self.devices = [(self.node_rank * k + j) % n for j in range(k)] if n else \
-            [api.omp_get_initial_device()] * k
+            [omp.omp_get_initial_device()] * k
         counts = self.allgather("init", k)
         self.threads = sum(counts)
         self.first = sum(counts[:self.rank])
