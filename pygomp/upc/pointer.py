@@ -13,6 +13,9 @@ pointers into the same array.
 """
 from __future__ import annotations
 
+import numbers
+
+
 class SharedPointer:
     """A pointer to an element (or one past the end) of a shared array or layout."""
 
@@ -44,8 +47,9 @@ class SharedPointer:
         return self.addr * self.layout.elemsize
 
     def __add__(self, k):
-        if not isinstance(k, int):
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool):
             return NotImplemented
+        k = int(k)
         B, T = self.layout.blocksize, self.layout.threads
         if B == 0:
             return SharedPointer(self.target, self.thread, 0, self.addr + k)
@@ -57,8 +61,8 @@ class SharedPointer:
     __radd__ = __add__
 
     def __sub__(self, other):
-        if isinstance(other, int):
-            return self + (-other)
+        if isinstance(other, numbers.Integral):
+            return self + (-int(other))
         return self._distance(other, "-")
 
     def _same_array(self, other, op):
