@@ -17,8 +17,13 @@ demo: $(STAMP)
 	$(PY) -m pygomp demo
 	$(VENV)/bin/mpiexec -n 2 $(PY) examples/upc_stencil.py
 
+# The second run repeats the kernel and mapping tests with an allocator that fills freed
+# memory with a pattern, so that C reading memory it does not own fails loudly.
+PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_mapping.py
+
 test: $(STAMP)
 	$(PY) -m pytest -q
+	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -m "not slow" $(PERTURBED)
 
 info: $(STAMP)
 	$(PY) -m pygomp info

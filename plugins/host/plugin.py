@@ -29,7 +29,9 @@ _dlerror_fn = _libc.dlerror      # looked up once: a lookup itself would clear t
 # Images built with -fopenmp use libgomp; unloading it while its idle threads live
 # crashes, so the plugin keeps it loaded for the life of the process.
 _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
-KERNEL_TYPE = "void (*)(void **, const int64_t *)"
+# The kernel's first parameter is `void **` in C; uint64_t * has the same ABI and lets
+# cffi check the array it is given.
+KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 ALIGNMENT = 64
 
 
@@ -48,7 +50,7 @@ class HostPlugin(Plugin):
 
     def __init__(self):
         self._libs = {}          # id(image) -> [dlopen handle, number of loads, LoadedImage]
-        self._kernels = {}       # function address -> callable
+        self._kernels = {}       # function address -> (callable, its argument arrays)
         self._launches = {}      # launch tuple -> its int64_t[3] (read-only for kernels)
         self._lock = threading.Lock()
 
@@ -101,13 +103,25 @@ class HostPlugin(Plugin):
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
 
     def _run_impl(self, dev, fn, args, launch):
-        kernel = self._kernels.get(fn)
-        if kernel is None:
-            kernel = self._kernels[fn] = _ffi.cast(KERNEL_TYPE, fn)
+        k = self._kernels.get(fn)
+        if k is None:
+            k = self._kernels[fn] = (_ffi.cast(KERNEL_TYPE, fn), [])
+        kernel, spare = k
         sizes = self._launches.get(launch)
         if sizes is None:
             sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
-        kernel(_ffi.cast("void **", _ffi.new("uint64_t[]", args or [0])), sizes)
+        # The argument words live in an array this call owns until the kernel returns;
+        # arrays are reused (one a concurrent call: list.pop/append are atomic).
+        n = len(args)
+        try:
+            words = spare.pop()
+            if len(words) != n:
+                words = _ffi.new("uint64_t[]", max(n, 1))
+        except IndexError:
+            words = _ffi.new("uint64_t[]", max(n, 1))
+        words[0:n] = args
+        kernel(words, sizes)
+        spare.append(words)
 
     def target_hooks(self):
         from . import target
