@@ -14,8 +14,10 @@
 A kernel is compiled once a signature (the dtypes and ranks of its array arguments and
 the types of its scalars; a scalar annotation fixes its type), and built once a target
 kind (host, opencl, ...), when a device of that kind first runs it; builds are cached on
-disk.  A call maps its arrays (default ``tofrom``, flagged implicit; ``map={"x": "to"}``
-overrides, with "always"/"present" modifiers), passes scalars firstprivate and the array
+disk.  A call maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
+"always"/"present" modifiers) as explicit maps, since a kernel may use every element: an
+array that extends a mapped section is a `MappingError` naming both ranges and the
+argument.  It passes scalars firstprivate and the array
 extents as extra words, and goes through the runtime's ``mapping.target``: data already
 present on the device (``target_data``) is not copied.  A kernel that returns a scalar
 returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
@@ -113,8 +115,8 @@ class Spec:
         self.steps = []
         for (cname, t), pname in zip(self.params, kernel.param_names):
             if isinstance(t, T.Array):
-                self.steps.append((True, kernel.kinds.get(pname, kinds.TOFROM | kinds.IMPLICIT),
-                                   pname))
+                self.steps.append((True, kernel.kinds.get(pname, kinds.TOFROM),
+                                   f"{kernel.__name__}: argument {pname!r}"))
             else:
                 self.steps.append((False, _word(t), pname))
         self.ret_dtype = None if self.ret is T.VOID else self.ret.dtype
@@ -160,13 +162,11 @@ class Spec:
                     extend(m[2])
                     continue
                 if type(a) is not np.ndarray:
-                    raise TypeError(f"{self.kernel.__name__}: argument {pname!r} must be a "
-                                    f"numpy array, not {type(a).__name__}")
+                    raise TypeError(f"{pname} must be a numpy array, not {type(a).__name__}")
                 if not a.flags.c_contiguous:
-                    raise TypeError(f"{self.kernel.__name__}: argument {pname!r} is not "
-                                    f"C-contiguous (strides {a.strides}); pass "
-                                    f"np.ascontiguousarray({pname})")
-                mine = [_Item(a.ctypes.data, a.nbytes, how, a)]
+                    raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
+                                    f"pass a contiguous copy (np.ascontiguousarray)")
+                mine = [_Item(a.ctypes.data, a.nbytes, how, a, pname)]
                 mine += [_Item(s, 0, _FPI, None) for s in a.shape]
                 memo[pos] = (weakref.ref(a), a.shape, mine)
                 extend(mine)

@@ -355,6 +355,20 @@ def test_implicit_partial_presence_is_accepted(dev):
     target_exit_data(DEV, delete=v)
 
 
+def test_implicit_map_overlapping_only_part_of_an_entry_fails(dev, plugin):
+    """libgomp accepts an implicit item that contains an entry, not one that straddles it:
+    the kernel would use device memory past the entry's end."""
+    a = np.arange(10.0)
+    target_enter_data(DEV, to=a[2:5])
+    for lo, hi in ((4, 8), (0, 3)):
+        with pytest.raises(MappingError, match=re.escape(
+                f"trying to map {rng(a, 8 * lo, 8 * hi)} when {rng(a, 16, 40)} is already mapped")):
+            mapping.begin(dev, [Item(addr(a[lo:hi]), 8 * (hi - lo), kinds.TOFROM | kinds.IMPLICIT,
+                                     a, "argument 'v'")])
+    assert counts(dev, a[2:5]) == (0, 1) and plugin.allocs == 1
+    target_exit_data(DEV, delete=a[2:5])
+
+
 def test_zero_length_arrays(dev, plugin):
     z = np.empty(0)
     with target_data(DEV, tofrom=z):             # absent zero-length: NULL, no entry

@@ -3,8 +3,10 @@
 - A structured construct (target, target data) increments an entry's structured
   reference count, enter/exit data its dynamic count; each entry at most once a construct.
 - An item found inside an entry uses it (a numpy view finds its parent's entry); one that
-  extends an entry fails, naming both ranges, unless it was mapped implicitly (then it is
-  treated as present: OpenMP 5.2's implicit partial presence).
+  extends an entry fails, naming both ranges.  The one exception is libgomp's for
+  implicit maps: an implicit item that contains a whole entry uses that entry (its word
+  is the device address the item's start would have, and only the entry's part is ever
+  copied).  Python kernels map their arrays explicitly, since they use every element.
 - ``from`` copies back when both counts reach zero, or always with ``always``.
 - ``present`` on an absent object fails with its address and size.
 - An error leaves the map as it was before the construct: no half-made entries.
@@ -20,7 +22,9 @@ from . import env, kinds
 INFINITY = math.inf       # functions and variables of images, associated pointers
 WORD = (1 << 64) - 1
 
-Item = namedtuple("Item", "addr size kind obj", defaults=(None,))
+Item = namedtuple("Item", "addr size kind obj name", defaults=(None, None))
+Item.__doc__ = """One map item: host address, byte count, map kind, the object that owns the
+memory (kept alive while mapped) and a name for messages (e.g. a kernel argument)."""
 
 
 class MappingError(RuntimeError):
@@ -117,7 +121,7 @@ def _initial_word(region, it):
 
 def _map_item(region, it):
     dev = region.dev
-    addr, size, kind, _ = it
+    addr, size, kind = it.addr, it.size, it.kind
     t = kinds.traits(kind)
     if t.base == kinds.FIRSTPRIVATE_INT:
         region.entries.append(None)
@@ -138,8 +142,10 @@ def _map_item(region, it):
     if e is None:
         e = _create(region, it, t)
     else:
-        if (addr < e.host_start or addr + size > e.host_end) and not t.implicit:
-            raise _error(dev, f"trying to map {_range(addr, size)} when "
+        if (addr < e.host_start or addr + size > e.host_end) and not (
+                t.implicit and addr <= e.host_start and e.host_end <= addr + size):
+            who = f"{it.name}: " if it.name else ""
+            raise _error(dev, f"{who}trying to map {_range(addr, size)} when "
                               f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
         if e not in region.counted:             # Entry has no __eq__: identity
             region.counted.append(e)
@@ -158,7 +164,7 @@ def _map_item(region, it):
 def _create(region, it, t):
     """A new entry for an absent item (None for a zero-length one: NULL on the device)."""
     dev = region.dev
-    addr, size, kind, obj = it
+    addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
     if t.present:
         raise _not_present(dev, addr, size)
     if size == 0:
