@@ -1,9 +1,14 @@
-"""pygomp: an OpenMP/OpenACC-style offload runtime for Python and C, written in Python."""
+"""pygomp: an OpenMP/OpenACC-style offload runtime for Python and C, written in Python.
+
+The kernel names (``target``, ``parallel_range``, ...) are imported from
+`pygomp.kernels` on first use, so that importing the runtime alone (as the C face
+does) does not import the kernel compiler.
+"""
 from .api import *  # noqa: F401,F403  (the omp_* routines)
 from .api import omp_initial_device, omp_invalid_device  # noqa: F401
 from .constructs import (always, present, target_data, target_enter_data,  # noqa: F401
                          target_exit_data, target_update)
-from .kernels import *  # noqa: F401,F403  (@target, @declare_target, loops, CompileError)
+from .errors import CompileError  # noqa: F401
 from .runtime.tasks import taskwait  # noqa: F401
 from .runtime.devices import OffloadError  # noqa: F401
 from .runtime.env import EnvError  # noqa: F401
@@ -11,6 +16,22 @@ from .runtime.mapping import MappingError  # noqa: F401
 from .runtime.plugin import PluginError  # noqa: F401
 
 __version__ = "0.1.0"
+
+_KERNEL_NAMES = ("target", "declare_target", "Kernel", "gang", "worker", "vector",
+                 "parallel_range", "shared_array", "barrier", "atomic_add", "gang_id",
+                 "worker_id", "vector_id", "num_gangs", "num_workers", "vector_length")
+
+
+def __getattr__(name):
+    if name in _KERNEL_NAMES:
+        from . import kernels
+        return getattr(kernels, name)
+    raise AttributeError(f"module 'pygomp' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_KERNEL_NAMES))
+
 
 from .runtime import env as _env  # noqa: E402
 

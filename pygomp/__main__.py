@@ -57,8 +57,8 @@ def main(argv=None) -> int:
     sub.add_parser("compile", help="print the generated source of the kernels in a file "
                                    "(see: compile --help)")
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["compile"]:                 # its own parser, in the compiler
-        from .compiler.cli import main as run_compile
+    if argv[:1] == ["compile"]:                 # its own parser
+        from .cli import main as run_compile
         return run_compile(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)

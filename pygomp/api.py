@@ -12,10 +12,9 @@ import errno
 import numpy as np
 
 from .runtime import devices, mapping
-from .runtime.devices import OffloadError
 
-omp_initial_device = -1
-omp_invalid_device = -2
+omp_initial_device = devices.INITIAL_DEVICE
+omp_invalid_device = devices.INVALID_DEVICE
 
 
 def _addr(p) -> int:
@@ -31,15 +30,7 @@ def _addr(p) -> int:
 
 
 def _device(n) -> devices.Device:
-    devs = devices.all_devices()
-    if n == omp_initial_device:
-        n = len(devs) - 1
-    if not isinstance(n, int) or not 0 <= n < len(devs):
-        raise OffloadError(f"invalid device number {n!r}: offload devices are "
-                           f"0..{len(devs) - 2} and the initial device is {len(devs) - 1}")
-    dev = devs[n]
-    dev.ensure_init()
-    return dev
+    return devices.resolve(n, routine=True)
 
 
 def omp_get_num_devices() -> int:
@@ -133,12 +124,7 @@ def omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets
 
 
 def omp_target_is_present(ptr, device_num: int) -> int:
-    dev = _device(device_num)
-    p = _addr(ptr)
-    if dev.is_initial:
-        return 1
-    with dev.lock:              # the map (and its lookup memo) change under other threads
-        return int(dev.map.find(p, p) is not None)
+    return int(mapping.is_present(_device(device_num), _addr(ptr)))
 
 
 def omp_target_is_accessible(ptr, size: int, device_num: int) -> int:
@@ -149,13 +135,7 @@ def omp_target_is_accessible(ptr, size: int, device_num: int) -> int:
 
 
 def omp_get_mapped_ptr(ptr, device_num: int) -> int:
-    dev = _device(device_num)
-    p = _addr(ptr)
-    if dev.is_initial:
-        return p
-    with dev.lock:
-        e = dev.map.find(p, p)
-        return 0 if e is None else e.dev_start + (p - e.host_start)
+    return mapping.device_address(_device(device_num), _addr(ptr))
 
 
 def omp_target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num) -> int:
@@ -163,28 +143,14 @@ def omp_target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_n
     h, d = _addr(host_ptr), _addr(device_ptr) + device_offset
     if dev.is_initial or not h:
         return errno.EINVAL
-    with dev.lock:
-        e = dev.map.find(h, h + size)
-        if e is not None:
-            same = (e.host_start <= h and h + size <= e.host_end
-                    and e.dev_start + (h - e.host_start) == d)
-            return 0 if same else errno.EINVAL
-        dev.map.insert(mapping.Entry(h, h + size, d, refcount=mapping.INFINITY,
-                                     associated=True))
-    return 0
+    return 0 if mapping.associate(dev, h, d, size) else errno.EINVAL
 
 
 def omp_target_disassociate_ptr(ptr, device_num: int) -> int:
     dev = _device(device_num)
-    p = _addr(ptr)
     if dev.is_initial:
         return errno.EINVAL
-    with dev.lock:
-        e = dev.map.find(p, p)
-        if e is None or not e.associated or e.host_start != p:
-            return errno.EINVAL
-        dev.map.remove(e)
-    return 0
+    return 0 if mapping.disassociate(dev, _addr(ptr)) else errno.EINVAL
 
 
 __all__ = [n for n in dir() if n.startswith("omp_")]

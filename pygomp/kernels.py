@@ -12,9 +12,9 @@
     f = saxpy.on(1)(2.0, x, y, nowait=True, depend={"inout": [y]}); f.wait()
 
 A kernel is compiled once a signature (the dtypes and ranks of its array arguments and
-the types of its scalars; a scalar annotation fixes its type), and built once a target
-kind (host, opencl, ...), when a device of that kind first runs it; builds are cached on
-disk.  A call maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
+the types of its scalars; a scalar annotation fixes its type) into source text once a
+target (host, opencl, ...), and the device's plugin builds that for each device identity
+when a device of it first runs the kernel; builds are cached on disk.  A call maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
 "always"/"present" modifiers) as explicit maps, since a kernel may use every element: an
 array that extends a mapped section is a `MappingError` naming both ranges and the
 argument.  It passes scalars firstprivate and the array
@@ -38,12 +38,13 @@ import numpy as np
 from .compiler import emit as _emit
 from .compiler import frontend, reductions
 from .compiler import types as T
-from .compiler.frontend import CompileError  # noqa: F401  (re-exported)
+from .errors import CompileError
 from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target,  # noqa: F401
                             gang, gang_id, num_gangs, num_workers, parallel_range,
                             shared_array, vector, vector_id, vector_length, worker,
                             worker_id)
 from .runtime import devices, images, kinds, mapping, tasks
+from .runtime.plugin import PluginError
 
 __all__ = ["target", "declare_target", "Kernel", "CompileError", "gang", "worker", "vector",
            "parallel_range", "shared_array", "barrier", "atomic_add", "gang_id", "worker_id",
@@ -110,7 +111,7 @@ class Spec:
         self.ret = self.ir.ret
         self.symbol = images.HostSymbol(name)
         self.units = {}           # target kind -> emit.Unit
-        self.tables = {}          # target kind -> registered OffloadImage
+        self.tables = {}          # device identity -> registered OffloadImage
         self.lock = threading.Lock()
         self.steps = []
         for (cname, t), pname in zip(self.params, kernel.param_names):
@@ -130,23 +131,30 @@ class Spec:
         return u
 
     def ready(self, dev):
-        """Make sure a table with this specialization's image for dev's kind exists."""
-        if dev.target in self.tables:
+        """Make sure a table with this specialization's image for dev exists."""
+        ident = dev.identity
+        if ident in self.tables:
             return
         with self.lock:
-            if dev.target in self.tables:
+            if ident in self.tables:
                 return
+            plugin = dev.plugin
             try:
-                dialect = dev.plugin.target_hooks()
+                dialect = plugin.target_hooks()
             except NotImplementedError:
-                raise CompileError(f"device {dev.number} ({dev.plugin.name}) has no kernel "
+                raise CompileError(f"device {dev.number} ({plugin.name}) has no kernel "
                                    f"compiler target") from None
-            payload = dialect.build(self.unit(dialect), dev)
+            unit = self.unit(dialect)
+            try:
+                image = plugin.compile(dev.local, unit)
+            except PluginError as e:
+                raise CompileError(f"{plugin.title or plugin.name} compilation of kernel "
+                                   f"{self.ir.pyname} failed:\n{e}") from None
             table = images.OffloadImage(functions=[self.symbol.address], variables=[],
-                                        images={dev.target: payload},
-                                        name=self.symbol.name, keepalive=[self.symbol])
+                                        images=(image,), name=self.symbol.name,
+                                        keepalive=[self.symbol])
             images.register(table)
-            self.tables[dev.target] = table
+            self.tables[ident] = table
 
     def items(self, args):
         """The map items of a call: arrays (address, bytes, kind), then their extents and
@@ -303,16 +311,19 @@ class Kernel:
     def _launch(self, device, args, nowait, depend):
         nowait = self.nowait if nowait is None else nowait
         depend = self.depend if depend is None else depend
-        if nowait or depend:
-            task = tasks.submit(self._run, device, args, depend=_depend(depend))
-            if nowait:
-                return task
-            return task.wait()
-        return self._run(device, args)
+        if not (nowait or depend):
+            return self._run(device, args)
+        dev = devices.resolve(device)
+        if dev.plugin.asynchronous:
+            task = tasks.submit_queued(dev, lambda wait_for: self._start(dev, args, wait_for),
+                                       lambda: self._run(device, args, dev),
+                                       depend=_depend(depend))
+        else:
+            task = tasks.submit(self._run, device, args, dev, depend=_depend(depend))
+        return task if nowait else task.wait()
 
-    def _run(self, device, args, dev=None):
-        if dev is None:
-            dev = devices.resolve(device)
+    def _prepare(self, args, dev):
+        """The specialization for ``args``, ready on ``dev``, and the call's map items."""
         s = self._last
         items = s.quick_items(args) if s is not None else None
         if items is None:
@@ -322,8 +333,14 @@ class Kernel:
                 if not s.steps[pos][0]:
                     s.stypes[pos] = type(a)
             self._last = s
-        if dev.target not in s.tables:
+        if dev.identity not in s.tables:
             s.ready(dev)
+        return s, items
+
+    def _run(self, device, args, dev=None):
+        if dev is None:
+            dev = devices.resolve(device)
+        s, items = self._prepare(args, dev)
         if s.ret_dtype is None:
             mapping.target(dev, s.symbol.address, items, self.launch)
             return None
@@ -331,6 +348,20 @@ class Kernel:
         items.append(_Item(out.ctypes.data, out.nbytes, kinds.FROM, out))
         mapping.target(dev, s.symbol.address, items, self.launch)
         return out[0].item()
+
+    def _start(self, dev, args, wait_for):
+        """Start the kernel on a device with a queue (see `tasks.submit_queued`)."""
+        s, items = self._prepare(args, dev)
+        out = None
+        if s.ret_dtype is not None:
+            out = np.empty(1, s.ret_dtype)
+            items.append(_Item(out.ctypes.data, out.nbytes, kinds.FROM, out))
+        event, region = mapping.start(dev, s.symbol.address, items, self.launch, wait_for)
+
+        def finish(ok):
+            mapping.end(region, copy_back=ok)
+            return None if out is None else out[0].item()
+        return event, finish, not region.created
 
 
 class Bound:

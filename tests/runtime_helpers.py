@@ -8,6 +8,7 @@
   settings) as the process-wide one, and restores the previous one after.
 - `build_so()`: compile a small C file into a shared object with gcc.
 - `host_table()`: an `OffloadImage` for a hand-written host image.
+- `host_image()`: the `Image` of a shared object.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from pygomp.runtime import devices, env, images
 from pygomp.runtime.devices import Device
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import INFINITY
-from pygomp_plugins.host.plugin import HostImage, HostPlugin
+from pygomp.runtime.plugin import Image, KernelInfo
+from pygomp_plugins.host.plugin import HostPlugin
 
 
 class CountingHostPlugin(HostPlugin):
@@ -146,14 +148,25 @@ def build_so(tmpdir, source: str, name="image") -> str:
     return path
 
 
-def host_table(path, functions=(), variables=(), name="test image"):
-    """An OffloadImage for a host image: ``functions`` are symbol names (each gets a
-    HostSymbol), ``variables`` are (symbol name, host numpy array) pairs."""
+def host_image(path, functions, variables=(), name="test image") -> Image:
+    """The image of a shared object: ``functions`` maps each kernel's symbol to its
+    number of argument words, ``variables`` are (symbol, size) pairs."""
+    with open(path, "rb") as f:
+        code = f.read()
+    return Image("host", code, tuple(KernelInfo(n, args=("p",) * words)
+                                     for n, words in functions.items()),
+                 tuple(variables), name=name)
+
+
+def host_table(path, functions, variables=(), name="test image"):
+    """An OffloadImage for a host image: ``functions`` maps symbol names (each gets a
+    HostSymbol) to their number of argument words, ``variables`` are (symbol name, host
+    numpy array) pairs."""
     syms = [HostSymbol(f) for f in functions]
     table = OffloadImage(functions=[s.address for s in syms],
                          variables=[(addr(a), a.nbytes) for _, a in variables],
-                         images={"host": HostImage(path, tuple(functions),
-                                                   tuple(n for n, _ in variables))},
+                         images=(host_image(path, functions,
+                                            [(n, a.nbytes) for n, a in variables], name),),
                          name=name, keepalive=syms + [a for _, a in variables])
     table.symbols = {s.name: s.address for s in syms}
     return table

@@ -65,7 +65,7 @@ def test_device_numbers(devs):
     assert omp_get_initial_device() == INITIAL
     assert omp_get_device_num() == INITIAL          # Python code runs on the host
     assert omp_is_initial_device() == 1
-    assert pygomp.omp_initial_device == -1 and pygomp.omp_invalid_device == -2
+    assert pygomp.omp_initial_device == -1 and pygomp.omp_invalid_device == -4
 
 
 def test_default_device_get_set(devs):

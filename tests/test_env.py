@@ -77,7 +77,7 @@ def test_mandatory_without_an_offload_device(value):
         print("explicit host ok", flush=True)
         pygomp.target_enter_data(to=a)
     """, OMP_TARGET_OFFLOAD=value, PYGOMP_DEVICES="")
-    assert r.stdout.splitlines() == ["0 -2", "explicit host ok"]
+    assert r.stdout.splitlines() == ["0 -4", "explicit host ok"]
     failed_with(r, "pygomp.runtime.devices.OffloadError",
                 "OMP_TARGET_OFFLOAD is set to MANDATORY, but only the host device is available")
 

@@ -13,6 +13,8 @@ from pygomp import MappingError, OffloadError, PluginError, target_enter_data, t
 from pygomp.runtime import images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import INFINITY, Item
+from pygomp.runtime.plugin import Image, KernelInfo
+from pygomp_plugins.host.plugin import HostPlugin
 
 from runtime_helpers import (CountingHostPlugin, addr, build_so, fresh_device, host_table,
                              installed_devices, registered, settings, symbol_address,
@@ -58,7 +60,7 @@ def devs(plugin):
 
 
 def host_images():
-    return [t for t in images.tables() if "host" in t.images]
+    return [t for t in images.tables() if any(i.target == "host" for i in t.images)]
 
 
 def run(dev, table, name, *arrays):
@@ -69,7 +71,7 @@ def run(dev, table, name, *arrays):
 def test_registered_before_init_loads_at_first_use(devs, plugin, so):
     dev, initial = devs
     counter = np.zeros(2, dtype=np.int64)
-    with registered(host_table(so, ("bump", "twice"), [("counter", counter)])) as t:
+    with registered(host_table(so, {"bump": 1, "twice": 1}, [("counter", counter)])) as t:
         assert dev.state == "uninitialized" and plugin.inits == 0 and plugin.loads == 0
         assert dev.map.find(t.symbols["bump"], t.symbols["bump"] + 1) is None
         out = np.zeros(1, dtype=np.int64)
@@ -81,7 +83,7 @@ def test_registered_before_init_loads_at_first_use(devs, plugin, so):
         run(dev, t, "bump", out)
         assert out[0] == 2 and plugin.inits == 1 and plugin.loads == len(host_images())
         f = dev.map.find(t.symbols["bump"], t.symbols["bump"] + 1)
-        assert f.refcount == INFINITY and f.dev_start == symbol_address(so, "bump")
+        assert f.refcount == INFINITY and f.dev_start == symbol_address(HostPlugin.image_path(t.images[0]), "bump")
         assert initial.state == "uninitialized"        # the initial device was not used
 
 
@@ -91,12 +93,13 @@ def test_registered_after_init_loads_at_once(devs, plugin, so):
     initial.ensure_init()
     loads = plugin.loads
     counter = np.zeros(2, dtype=np.int64)
-    with registered(host_table(so, ("bump", "twice"), [("counter", counter)])) as t:
+    with registered(host_table(so, {"bump": 1, "twice": 1}, [("counter", counter)])) as t:
         assert plugin.loads == loads + 2               # both initialized devices, at once
         assert id(t) in dev.loaded and id(t) in initial.loaded
         fn = t.symbols["twice"]
-        assert mapping.function_address(dev, fn) == symbol_address(so, "twice")
-        assert mapping.function_address(initial, fn) == symbol_address(so, "twice")
+        twice = symbol_address(HostPlugin.image_path(t.images[0]), "twice")
+        assert mapping.function_address(dev, fn) == twice
+        assert mapping.function_address(initial, fn) == twice
         # the variable: on the offload device only (the initial device uses the host's)
         assert dev.map.find(addr(counter), addr(counter)).refcount == INFINITY
         assert initial.map.find(addr(counter), addr(counter)) is None
@@ -116,7 +119,7 @@ def test_registered_after_init_loads_at_once(devs, plugin, so):
 
 def test_unregister_before_init_never_loads(devs, plugin, so):
     dev, _ = devs
-    t = host_table(so, ("bump",))
+    t = host_table(so, {"bump": 1})
     images.register(t)
     images.unregister(t)
     assert t not in images.tables()
@@ -129,12 +132,12 @@ def test_unregister_before_init_never_loads(devs, plugin, so):
 def test_declare_target_variable_in_map(devs, so):
     dev, _ = devs
     counter = np.array([10, 20], dtype=np.int64)
-    with registered(host_table(so, ("bump",), [("counter", counter)])) as t:
+    with registered(host_table(so, {"bump": 1}, [("counter", counter)])) as t:
         dev.ensure_init()
         e = dev.map.find(addr(counter), addr(counter) + 16)
         assert (e.host_start, e.host_end) == (addr(counter), addr(counter) + 16)
         assert e.refcount == INFINITY and e.alloc == 0
-        assert e.dev_start == symbol_address(so, "counter")
+        assert e.dev_start == symbol_address(HostPlugin.image_path(t.images[0]), "counter")
         # enter/exit data change nothing; update moves the values both ways
         target_enter_data(0, to=counter)
         target_exit_data(0, delete=counter)
@@ -155,7 +158,8 @@ def test_function_missing_on_a_device(devs, plugin, so):
     dev, _ = devs
     # a table with no image of this device's kind
     k = HostSymbol("elsewhere")
-    t = OffloadImage(functions=[k.address], variables=[], images={"opencl": object()},
+    t = OffloadImage(functions=[k.address], variables=[],
+                     images=(Image("opencl", b"", (KernelInfo("elsewhere"),)),),
                      name="opencl only", keepalive=[k])
     with registered(t):
         dev.ensure_init()
@@ -171,7 +175,7 @@ def test_function_missing_on_a_device(devs, plugin, so):
 def test_symbol_missing_in_the_image(devs, plugin, so):
     dev, _ = devs
     dev.ensure_init()
-    t = host_table(so, ("bump", "no_such_kernel"))
+    t = host_table(so, {"bump": 1, "no_such_kernel": 1})
     with pytest.raises(PluginError, match=r"^host device 0: load_image failed: OSError: "
                                           r"symbol 'no_such_kernel' not found"):
         with registered(t):
@@ -186,7 +190,7 @@ def test_image_colliding_with_mapped_data_is_rolled_back(devs, plugin, so):
     target_enter_data(0, to=a)
     # a table whose "function" host address lies inside mapped data
     t = OffloadImage(functions=[addr(a) + 8], variables=[],
-                     images={"host": host_table(so, ("bump",)).images["host"]}, name="clash")
+                     images=host_table(so, {"bump": 1}).images, name="clash")
     unloads = plugin.unloads
     with pytest.raises(OffloadError, match=re.escape(
             f"device 0: image 'clash': [{addr(a) + 8:#x}..{addr(a) + 9:#x}) overlaps "
@@ -202,7 +206,7 @@ def test_image_colliding_with_mapped_data_is_rolled_back(devs, plugin, so):
 def test_table_counts_checked(devs, so):
     dev, _ = devs
     dev.ensure_init()
-    t = host_table(so, ("bump", "twice"))
+    t = host_table(so, {"bump": 1, "twice": 1})
     t.functions = t.functions[:1]                  # the table lists 1, the image 2
     with pytest.raises(PluginError, match="load_image: image has 2 functions and 0 variables, "
                                           "the table 1 and 0"):
@@ -228,13 +232,16 @@ def test_unloading_openmp_images_keeps_libgomp(tmp_path):
         from pygomp.runtime.devices import Device
         from pygomp.runtime.images import HostSymbol, OffloadImage
         from pygomp.runtime.mapping import Item
-        from pygomp_plugins.host.plugin import HostImage, HostPlugin
+        from pygomp.runtime.plugin import Image, KernelInfo
+        from pygomp_plugins.host.plugin import HostPlugin
         p = HostPlugin()
         a = np.zeros(1000)
         for i in range(30):
             d = Device(0, p, 0, p.devices()[0])
             k = HostSymbol("par")
-            t = images.register(OffloadImage([k.address], [], {{"host": HostImage({so_path!r}, ("par",))}}))
+            code = open({so_path!r}, "rb").read()
+            image = Image("host", code, (KernelInfo("par", args=("p",)),))
+            t = images.register(OffloadImage([k.address], [], (image,)))
             d.ensure_init()
             mapping.target(d, k.address, [Item(a.ctypes.data, a.nbytes, kinds.TOFROM, a)])
             d.finalize()

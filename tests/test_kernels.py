@@ -439,12 +439,38 @@ def test_shared_array_barrier_transpose(device):
     np.testing.assert_array_equal(b, a.T)
 
 
+@omp.target
+def worker_ids(out):
+    for g in omp.gang(out.shape[0]):
+        for w in omp.worker(out.shape[1]):
+            out[g, w, 0] = omp.worker_id()
+            out[g, w, 1] = omp.num_workers()
+            out[g, w, 2] = omp.gang_id()
+
+
 def test_thread_numbers_in_range(device):
     out = np.zeros((64, 6), np.int64)
     ids.on(device)(out)
     assert (out[:, 0] >= 0).all() and (out[:, 0] < out[:, 1]).all()
     assert (out[:, 2] >= 0).all() and (out[:, 2] < out[:, 3]).all()
     assert (out[:, 4] >= 0).all() and (out[:, 4] < out[:, 5]).all()
+    # one launch has one geometry, and the gang loop's 64 iterations are shared by
+    # gangs numbered from 0 (a dialect answering constants cannot pass)
+    gangs = out[0, 1]
+    assert (out[:, 1] == gangs).all() and (out[:, 3] == out[0, 3]).all()
+    assert (out[:, 5] == out[0, 5]).all()
+    used = set(out[:, 0].tolist())
+    assert used == set(range(len(used)))
+    if (os.cpu_count() or 1) > 1:
+        assert gangs > 1 and len(used) > 1
+    # inside a worker loop: the gang's number stays, workers number their iterations
+    w = np.zeros((8, 32, 3), np.int64)
+    worker_ids.on(device)(w)
+    workers = w[0, 0, 1]
+    assert (w[:, :, 1] == workers).all() and (w[:, :, 0] < workers).all()
+    used = set(w[0, :, 0].tolist())
+    assert used == set(range(len(used))) and (workers == 1 or len(used) > 1)
+    assert all(len(set(w[g, :, 2].tolist())) == 1 for g in range(8))
 
 
 def test_scalar_return_types(device):

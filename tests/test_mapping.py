@@ -570,7 +570,8 @@ def table(kernels_so):
     store = np.zeros(8)
     gvar = store[:4]                # the host copy of `double gvar[4]`, inside a bigger array
     gvar[:] = [1.0, 2.0, 3.0, 4.0]
-    t = host_table(kernels_so, ("scale", "add_gvar", "words", "clobber"), [("gvar", gvar)])
+    t = host_table(kernels_so, {"scale": 3, "add_gvar": 1, "words": 2, "clobber": 1},
+                   [("gvar", gvar)])
     t.gvar, t.store = gvar, store
     with registered(t):
         yield t
@@ -637,7 +638,7 @@ def test_declare_target_variable(dev, table, kernels_so):
     gvar = table.gvar
     e = entry(dev, gvar)
     assert e is not None and e.refcount == INFINITY
-    so_gvar = symbol_address(kernels_so, "gvar")
+    so_gvar = symbol_address(dev.plugin.image_path(table.images[0]), "gvar")
     assert omp_get_mapped_ptr(gvar, DEV) == so_gvar            # the image's own copy
     target_update(DEV, to=gvar)
     assert np.ctypeslib.as_array((ctypes.c_double * 4).from_address(so_gvar)).tolist() == [1, 2, 3, 4]

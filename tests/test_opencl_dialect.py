@@ -13,7 +13,7 @@ import pytest
 
 import pygomp.kernels as omp
 from pygomp.compiler import addrspace
-from pygomp.compiler.frontend import CompileError
+from pygomp.errors import CompileError
 from pygomp.runtime import devices
 
 pytest.importorskip("pyopencl")
@@ -74,13 +74,6 @@ def test_space_mismatch_is_a_compile_error():
         call.fn = saved
 
 
-def test_infer_reuses_front_end_clones():
-    x = np.arange(32.0)
-    fn = shared_sum.spec((x, np.zeros(4))).ir
-    out = addrspace.infer(fn)
-    assert sorted(h.name for h in out.helpers) == sorted(h.name for h in fn.helpers)
-
-
 def test_forbidden_conversions_name_the_python_line():
     def returns_shared(out):
         t = omp.shared_array(4, np.float64)
@@ -130,9 +123,9 @@ def test_opencl_compiler_error_is_a_compile_error(cldev, monkeypatch):
 
 
 def test_build_options_follow_the_device(cldev, monkeypatch):
-    from pygomp_plugins.opencl.plugin import OpenCLImage
+    from pygomp.runtime.plugin import KernelInfo, Source
     plugin = cldev.plugin
-    img = OpenCLImage("", single_item_on_cpu=True, generic_ok=True)
+    img = Source("", (KernelInfo("k", any_group_size=True),))
     opts = plugin.build_options(cldev.local, img)
     if plugin.devices()[cldev.local].kind == "cpu":
         assert "-D PYGOMP_DEVICE_CPU=1" in opts and "PYGOMP_SINGLE_ITEM_GROUPS" in opts
@@ -143,7 +136,6 @@ def test_build_options_follow_the_device(cldev, monkeypatch):
     assert "-D PYGOMP_GENERIC_ADDRESS_SPACE=1" in opts and "-cl-std=" in opts
     monkeypatch.setenv("PYGOMP_OPENCL_CPU_WORKGROUPS", "1")
     assert "SINGLE_ITEM" not in plugin.build_options(cldev.local, img)
-    assert plugin.build_options(cldev.local, OpenCLImage("", options="-w")).startswith("-w")
 
 
 def test_source_has_python_lines_and_no_generic_pointers():
@@ -210,12 +202,12 @@ def test_real_work_groups_with_local_trees(cldev, tmp_path):
 
 
 def test_image_requirements_checked_at_load(cldev, monkeypatch):
-    from pygomp.runtime.plugin import PluginError
-    from pygomp_plugins.opencl.plugin import OpenCLImage
+    from pygomp.runtime.plugin import KernelInfo, PluginError, Source
     plugin = cldev.plugin
+    img = plugin.compile(cldev.local, Source("__kernel void needs64(double x) {}",
+                                             (KernelInfo("needs64", args=("f64",),
+                                                         requires=("fp64",)),)))
     monkeypatch.setattr(plugin, "device_capabilities", lambda dev: frozenset())
-    img = OpenCLImage("__kernel void k(double x) {}", functions=(("k", ("f64",)),),
-                      name="needs64", requires=("fp64",))
     with pytest.raises(PluginError, match="image needs64 needs fp64"):
         plugin.load_image(cldev.local, img, 1, 0)
 

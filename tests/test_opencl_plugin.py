@@ -13,11 +13,11 @@ import pytest
 from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import Item
-from pygomp.runtime.plugin import PluginError
+from pygomp.runtime.plugin import KernelInfo, PluginError, Source
 
 pytest.importorskip("pyopencl")
 from pygomp_plugins.opencl import build  # noqa: E402
-from pygomp_plugins.opencl.plugin import OpenCLImage, OpenCLPlugin  # noqa: E402
+from pygomp_plugins.opencl.plugin import OpenCLPlugin  # noqa: E402
 
 
 def _opencl_device():
@@ -89,21 +89,37 @@ __kernel void geometry(__global int *out, ulong oo, __local double *scratch)
 }
 """
 
-FUNCS = (("saxpy", ("f32", "p", "p", "i32")),
-         ("scalars", ("p", "f64", "f32", "i32", "i64", "u8")),
-         ("geometry", ("p", "L8")))
+FUNCS = (KernelInfo("saxpy", args=("f32", "p", "p", "i32")),
+         KernelInfo("scalars", args=("p", "f64", "f32", "i32", "i64", "u8")),
+         KernelInfo("geometry", args=("p",), tree_bytes=8))
 
 
 @pytest.fixture(scope="module")
 def table(dev):
     """A hand-written image registered through the runtime's descriptor tables."""
-    syms = [HostSymbol(n) for n, _ in FUNCS]
+    syms = [HostSymbol(k.name) for k in FUNCS]
     t = OffloadImage(functions=[s.address for s in syms], variables=[],
-                     images={"opencl": OpenCLImage(SAXPY, functions=FUNCS, name="test")},
+                     images=(dev.plugin.compile(dev.local, Source(SAXPY, FUNCS)),),
                      name="opencl-test", keepalive=syms)
     images.register(t)
-    yield {n: s.address for (n, _), s in zip(FUNCS, syms)}
+    yield {k.name: s.address for k, s in zip(FUNCS, syms)}
     images.unregister(t)
+
+
+GENERIC = """
+void store(int *p, int v) { *p = v; }
+__kernel void k(__global int *x) { store(x, 1); }
+"""
+FP64 = "__kernel void k(__global double *x) { x[0] = x[0] * 0.5; }"
+
+
+def _builds(cldev, source, options=""):
+    import pyopencl as cl
+    try:
+        cl.Program(cl.Context([cldev]), source).build(options=options)
+        return True
+    except cl.Error:
+        return False
 
 
 def test_devices_and_selection():
@@ -118,9 +134,15 @@ def test_devices_and_selection():
     pocl = p.select("pocl")
     if pocl:
         assert p.select("POCL:0") == pocl[:1]
-        assert "CL1.2" == infos[pocl[0]].properties["cl_std"] or \
-            "generic_address_space" in p.device_capabilities(pocl[0])
     assert p.select("no-such-device") == []
+    for i, info in enumerate(infos):        # what the plugin claims, checked by compiling
+        cldev, caps = p._cldevs[i], p.device_capabilities(i)
+        std = info.properties["cl_std"]
+        if "generic_address_space" in caps:
+            assert std in ("CL2.0", "CL3.0") and _builds(cldev, GENERIC, f"-cl-std={std}")
+        else:
+            assert std == "CL1.2" and not _builds(cldev, GENERIC, "-cl-std=CL1.2")
+        assert ("fp64" in caps) == _builds(cldev, FP64)
 
 
 def test_alloc_free_and_addresses(plugin, dev):
@@ -296,9 +318,9 @@ def test_run_async_and_threads(dev, table, plugin):
 
 def test_build_error_shows_the_python_line(plugin, dev):
     src = '#line 42 "mykernel.py"\n__kernel void k(__global int *x, ulong xo) { x[0] = y; }\n'
-    bad = OpenCLImage(src, functions=(("k", ("p",)),), name="bad")
+    bad = Source(src, (KernelInfo("bad", ("k",), ("p",)),))
     with pytest.raises(PluginError) as info:
-        plugin.load_image(dev.local, bad, 1, 0)
+        plugin.compile(dev.local, bad)
     msg = str(info.value)
     assert isinstance(info.value, build.OpenCLBuildError)
     assert "mykernel.py:42" in msg and "undeclared identifier 'y'" in msg
@@ -306,14 +328,16 @@ def test_build_error_shows_the_python_line(plugin, dev):
 
 
 def test_unknown_argument_code(plugin, dev):
-    img = OpenCLImage("__kernel void k(int x) {}", functions=(("k", ("q7",)),))
+    img = plugin.compile(dev.local, Source("__kernel void k(int x) {}",
+                                           (KernelInfo("k", args=("q7",)),)))
     with pytest.raises(PluginError, match="unknown argument code 'q7'"):
         plugin.load_image(dev.local, img, 1, 0)
 
 
 def test_variables_are_zeroed_buffers(plugin, dev):
-    img = OpenCLImage("__kernel void k(__global int *x, ulong xo) { }",
-                      functions=(("k", ("p",)),), variables=(("v", 24), ("w", 0)))
+    img = plugin.compile(dev.local, Source("__kernel void k(__global int *x, ulong xo) { }",
+                                           (KernelInfo("k", args=("p",)),),
+                                           (("v", 24), ("w", 0))))
     got = plugin.load_image(dev.local, img, 1, 2)
     try:
         out = np.ones(3, dtype=np.int64)
@@ -327,12 +351,14 @@ def test_variables_are_zeroed_buffers(plugin, dev):
 
 CHILD = textwrap.dedent("""
     import json, sys
-    from pygomp_plugins.opencl.plugin import OpenCLPlugin, OpenCLImage
+    from pygomp.runtime.plugin import KernelInfo, Source
+    from pygomp_plugins.opencl.plugin import OpenCLPlugin
     from pygomp_plugins.opencl import build
     p = OpenCLPlugin()
     dev = p.select("pocl")[0] if p.select("pocl") else 0
     src = "__kernel void k(__global int *x, ulong xo) { x[get_global_id(0)] = %s; }"
-    p.load_image(dev, OpenCLImage(src % sys.argv[1], functions=(("k", ("p",)),)), 1, 0)
+    unit = Source(src % sys.argv[1], (KernelInfo("k", args=("p",)),))
+    p.load_image(dev, p.compile(dev, unit), 1, 0)
     print(json.dumps(build.stats))
 """)
 

@@ -158,7 +158,7 @@ def test_concurrent_lazy_init(tmp_path):
     so = build_so(str(tmp_path), SOURCE, "add1")
     plugin = CountingHostPlugin(load_delay=0.02)      # a slow image load widens the window
     d = fresh_device(0, plugin)
-    table = host_table(so, ("add1",))
+    table = host_table(so, {"add1": 1})
     with installed_devices([d, fresh_device(1, plugin, is_initial=True)], settings()), \
             registered(table):
         assert d.state == "uninitialized"
@@ -174,7 +174,7 @@ def test_concurrent_lazy_init(tmp_path):
         in_threads(work, 16)
         assert results == [i + 1 for i in range(16)]
         assert plugin.inits == 1
-        assert plugin.loads == len([t for t in images.tables() if "host" in t.images])
+        assert plugin.loads == len([t for t in images.tables() if any(i.target == "host" for i in t.images)])
         assert d.map.find(table.symbols["add1"], table.symbols["add1"] + 1).refcount == INFINITY
         d.finalize()
     assert plugin.live == {}
@@ -185,10 +185,10 @@ def test_register_while_initializing(tmp_path):
     so = build_so(str(tmp_path), SOURCE, "add1")
     plugin = CountingHostPlugin(load_delay=0.01)
     d = fresh_device(0, plugin)
-    first = host_table(so, ("add1",), name="first")
+    first = host_table(so, {"add1": 1}, name="first")
     with installed_devices([d, fresh_device(1, plugin, is_initial=True)], settings()), \
             registered(first):
-        later = [host_table(so, ("add1",), name=f"later {i}") for i in range(6)]
+        later = [host_table(so, {"add1": 1}, name=f"later {i}") for i in range(6)]
 
         def work(i):
             if i == 0:

@@ -1,1 +1,1 @@
-"""A CUDA target for the kernel compiler (the dialect only, for now)."""
+"""The CUDA plugin (compiling only, for now) and its dialect."""

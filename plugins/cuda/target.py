@@ -1,6 +1,6 @@
-"""The CUDA C dialect: kernels as ``extern "C" __global__`` functions, built to PTX.
+"""The CUDA C dialect: kernels as ``extern "C" __global__`` functions.
 
-Compiled (``nvcc -ptx``) and checked here; no CUDA plugin runs it yet, so the launch
+The CUDA plugin compiles it to PTX (``nvcc -ptx``) but runs nothing yet, so the launch
 contract is written down for the one that will:
 - one ``unsigned long long`` kernel parameter a word (`pygomp.compiler.emit.arg_words`);
 - gangs are blocks (``gridDim.x``), workers ``blockDim.y``, vector lanes ``blockDim.x``
@@ -17,19 +17,14 @@ through warp shuffles; worker level through a ``__shared__`` cell (atomics, then
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
+from dataclasses import replace
 
-from pygomp.compiler import cache
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, compiler_error
+from pygomp.compiler.emit import Dialect, arg_words
 
 LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
 ORDER = ("gang", "worker", "vector")
-ARCH = os.environ.get("PYGOMP_CUDA_ARCH", "sm_80")
 
 _TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
@@ -254,33 +249,13 @@ class CudaDialect(Dialect):
             return f"({self.type_name(t)})(({a}) {'&&' if op == 'and' else '||'} ({b}))"
         return f"(({a}) {op} ({b}))"
 
-    # -- building ------------------------------------------------------------------------
-    def identity_key(self, device=None):
-        nvcc = shutil.which("nvcc") or ""
-        st = os.stat(nvcc) if nvcc else None
-        return f"cuda:{ARCH}:{nvcc}:{st.st_size if st else 0}:{st.st_mtime if st else 0}"
-
-    def build(self, unit, device=None):
-        """PTX text (bytes), cached on disk."""
-        k = cache.key(unit.source, self.identity_key(device))
-        return cache.get_or_build(k, lambda: compile_ptx(unit.source, unit.fn.file), ".ptx")
-
-
-def compile_ptx(source: str, pyfile: str = "kernel") -> bytes:
-    from pygomp.compiler.frontend import CompileError
-    with tempfile.TemporaryDirectory(prefix="pygomp-cu-") as d:
-        src, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(source)
-        try:
-            p = subprocess.run(["nvcc", "-ptx", f"-arch={ARCH}", "-O3", src, "-o", out],
-                               capture_output=True, text=True)
-        except OSError as e:
-            raise CompileError(f"cannot run nvcc: {e}") from None
-        if p.returncode != 0:
-            raise compiler_error("nvcc", (p.stderr or p.stdout).strip(), pyfile)
-        with open(out, "rb") as f:
-            return f.read()
+    # -- the kernel contract ---------------------------------------------------------
+    def kernel_info(self, em, fn):
+        """A gang-level reduction synchronizes the grid: a cooperative launch."""
+        info = super().kernel_info(em, fn)
+        if any(c.startswith("__device__") for c in em.state.get("cells", ())):
+            info = replace(info, cooperative=True)
+        return info
 
 
 HOOKS = CudaDialect()

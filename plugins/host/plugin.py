@@ -1,21 +1,36 @@
 """The host device: the CPU as an offload device with its own, separate memory.
 
 Data reaches it only through the map, as on a discrete GPU.  Images are shared objects
-(built by gcc); a kernel is ``void f(void **args, const int64_t *launch)``.
+built by gcc (`compile`); a kernel entry is ``void f(void **args, const int64_t *launch)``:
+``args`` holds the argument words, then the address of the kernel's global scratch
+(when its KernelInfo asks for one), then that of its private scratch (idem); ``launch``
+is ``(num_gangs, num_workers, vector_length)``.  The entries of a kernel run one after
+the other within one `run`.
 """
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import os
+import platform
+import shutil
+import subprocess
+import tempfile
 import threading
-from dataclasses import dataclass
 
 import cffi
 
-from pygomp.runtime.plugin import DeviceInfo, LoadedImage, Plugin
+from pygomp.errors import CompileError, compiler_error
+from pygomp.runtime import cache
+from pygomp.runtime.plugin import DONE, DeviceInfo, LoadedImage, Plugin
+
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
+          "-fno-math-errno", "-std=gnu11"]
 
 _ffi = cffi.FFI()
 _ffi.cdef("""
     int posix_memalign(void **memptr, size_t alignment, size_t size);
+    void *calloc(size_t nmemb, size_t size);
     void free(void *ptr);
     void *memcpy(void *dest, const void *src, size_t n);
     void *dlopen(const char *filename, int flags);
@@ -35,22 +50,40 @@ KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 ALIGNMENT = 64
 
 
-@dataclass(frozen=True)
-class HostImage:
-    """A shared object and the symbol names of its table's functions and variables."""
-    path: str
-    functions: tuple[str, ...] = ()
-    variables: tuple[str, ...] = ()
+class _Kernel:
+    """A loaded kernel: its entries, its scratch and spare argument arrays."""
+    __slots__ = ("entries", "info", "spare", "lock", "scratch", "scratch_size",
+                 "private", "private_size")
+
+    def __init__(self, entries, info):
+        self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
+        self.info = info
+        self.spare = []          # argument arrays not in use (list.pop/append are atomic)
+        self.lock = threading.Lock()     # held while a kernel with scratch runs
+        self.scratch = self.private = None
+        self.scratch_size = self.private_size = 0
+
+    def grow(self, which, size):
+        """The kernel's scratch (zeroed when made or grown) of at least size bytes."""
+        buf, have = getattr(self, which), getattr(self, which + "_size")
+        if have < size:
+            buf = _ffi.gc(_libc.calloc(max(size, 1), 1), _libc.free)
+            if buf == _ffi.NULL:
+                raise MemoryError(f"no host memory for {size} bytes of scratch")
+            setattr(self, which, buf)
+            setattr(self, which + "_size", size)
+        return int(_ffi.cast("intptr_t", buf))
 
 
 class HostPlugin(Plugin):
     name = "host"
     target = "host"
+    title = "C"
     capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
     def __init__(self):
         self._libs = {}          # id(image) -> [dlopen handle, number of loads, LoadedImage]
-        self._kernels = {}       # function address -> (callable, its argument arrays)
+        self._kernels = {}       # first entry's address -> _Kernel
         self._launches = {}      # launch tuple -> its int64_t[3] (read-only for kernels)
         self._lock = threading.Lock()
 
@@ -59,23 +92,48 @@ class HostPlugin(Plugin):
         return [DeviceInfo(name="host", kind="cpu", platform="gcc",
                            properties={"threads": cpus, "memory": "separate"})]
 
+    # -- compiling -----------------------------------------------------------
+    def _identity_impl(self, dev):
+        return "host:" + _machine_id()
+
+    def _compiler_key(self, dev, unit):
+        return _compiler_id()
+
+    def _compile_impl(self, dev, unit):
+        return compile_c(unit.source, ", ".join(k.name for k in unit.kernels))
+
+    def target_hooks(self):
+        from . import target
+        return target.HOOKS
+
+    # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
         # The offload device and the initial device share this plugin: count the loads.
         with self._lock:
             held = self._libs.get(id(image))
             if held is None:
-                handle = _libc.dlopen(os.fsencode(image.path), RTLD_NOW)
+                handle = _libc.dlopen(os.fsencode(self.image_path(image)), RTLD_NOW)
                 if handle == _ffi.NULL:
                     raise OSError(_dlerror())
                 try:
-                    loaded = LoadedImage([_symbol(handle, n) for n in image.functions],
-                                         [_symbol(handle, n) for n in image.variables])
+                    fns = []
+                    for info in image.kernels:
+                        entries = [_symbol(handle, e) for e in info.entries]
+                        self._kernels[entries[0]] = _Kernel(entries, info)
+                        fns.append(entries[0])
+                    loaded = LoadedImage(fns, [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:
                     _libc.dlclose(handle)
                     raise
                 held = self._libs[id(image)] = [handle, 0, loaded]
             held[1] += 1
             return held[2]
+
+    @staticmethod
+    def image_path(image) -> str:
+        """The file an image's shared object is loaded from (one per content)."""
+        digest = hashlib.sha256(image.code).hexdigest()[:32]
+        return cache.materialize(digest, image.code, ".so")
 
     def _unload_image_impl(self, dev, image):
         with self._lock:
@@ -86,8 +144,11 @@ class HostPlugin(Plugin):
             if held[1]:
                 return
             del self._libs[id(image)]
+            for fn in held[2].functions:
+                self._kernels.pop(fn, None)
         _libc.dlclose(held[0])
 
+    # -- memory --------------------------------------------------------------
     def _alloc_impl(self, dev, size):
         p = _ffi.new("void **")
         if _libc.posix_memalign(p, ALIGNMENT, max(size, 1)) != 0:
@@ -102,30 +163,96 @@ class HostPlugin(Plugin):
 
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
 
-    def _run_impl(self, dev, fn, args, launch):
-        k = self._kernels.get(fn)
-        if k is None:
-            k = self._kernels[fn] = (_ffi.cast(KERNEL_TYPE, fn), [])
-        kernel, spare = k
+    # -- launches ------------------------------------------------------------
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        for event in wait_for:
+            event.wait()
+        k = self._kernels[fn]
         sizes = self._launches.get(launch)
         if sizes is None:
             sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
-        # The argument words live in an array this call owns until the kernel returns;
-        # arrays are reused (one a concurrent call: list.pop/append are atomic).
-        n = len(args)
-        try:
-            words = spare.pop()
-            if len(words) != n:
-                words = _ffi.new("uint64_t[]", max(n, 1))
-        except IndexError:
-            words = _ffi.new("uint64_t[]", max(n, 1))
-        words[0:n] = args
-        kernel(words, sizes)
-        spare.append(words)
+        extra = info.has_scratch + bool(info.private_bytes)
+        if extra:
+            with k.lock:            # one scratch a kernel: its runs take turns
+                self._run_entries(k, info, list(args) + self._scratch(k, info, args, launch),
+                                  sizes)
+        else:
+            self._run_entries(k, info, args, sizes)
+        return DONE
 
-    def target_hooks(self):
-        from . import target
-        return target.HOOKS
+    @staticmethod
+    def _run_entries(k, info, words, sizes):
+        # The words live in an array this call owns until the last entry returns.
+        n = len(words)
+        try:
+            array = k.spare.pop()
+        except IndexError:
+            array = _ffi.new("uint64_t[]", max(n, 1))
+        array[0:n] = words
+        for entry in k.entries:
+            entry(array, sizes)
+        k.spare.append(array)
+
+    @staticmethod
+    def _scratch(k, info, args, launch):
+        threads = _max_threads()
+        out = []
+        if info.has_scratch:
+            out.append(k.grow("scratch", info.scratch_size(max(launch[0], threads))))
+        if info.private_bytes:
+            out.append(k.grow("private", info.private_size(args) * threads))
+        return out
+
+
+def compile_c(source: str, name: str = "kernel") -> bytes:
+    """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
+    gcc = os.environ.get("CC") or "gcc"
+    with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
+        src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
+        with open(src, "w") as f:
+            f.write(source)
+        try:
+            p = subprocess.run([gcc, *CFLAGS, src, "-o", so, "-lm"], capture_output=True,
+                               text=True)
+        except OSError as e:
+            raise CompileError(f"cannot run the C compiler {gcc!r}: {e}") from None
+        if p.returncode != 0 or not os.path.exists(so):
+            raise compiler_error("gcc", (p.stderr or p.stdout).strip(), name)
+        with open(so, "rb") as f:
+            return f.read()
+
+
+_ids = {}
+
+
+def _machine_id():
+    """CPU model and flags (the code is built with -march=native)."""
+    if "machine" not in _ids:
+        cpu = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
+        except OSError:
+            pass
+        ident = f"{platform.machine()}|{cpu}"
+        _ids["machine"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return _ids["machine"]
+
+
+def _compiler_id():
+    """The C compiler binary found on PATH (without running it) and the flags."""
+    if "compiler" not in _ids:
+        gcc = shutil.which(os.environ.get("CC") or "gcc") or ""
+        st = os.stat(gcc) if gcc else None
+        _ids["compiler"] = (f"{gcc}|{st.st_size if st else 0}|{st.st_mtime if st else 0}|"
+                            + " ".join(CFLAGS))
+    return _ids["compiler"]
+
+
+def _max_threads():
+    if "threads" not in _ids:
+        _ids["threads"] = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+    return _ids["threads"]
 
 
 def _dlerror():

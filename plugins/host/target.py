@@ -1,4 +1,4 @@
-"""The host dialect: C with OpenMP, built by gcc into a shared object.
+"""The host dialect: C with OpenMP (the host plugin builds it with gcc).
 
 Levels: the outermost partitioned loop of a nest that includes gang or worker runs on
 OpenMP threads (its iterations split in equal contiguous chunks, one a thread); gang and
@@ -14,19 +14,8 @@ nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-
-from pygomp.compiler import cache
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, compiler_error
-
-CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
-          "-fno-math-errno", "-std=gnu11"]
+from pygomp.compiler.emit import Dialect
 
 _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", "^": "^",
             "and": "&&", "or": "||"}
@@ -170,56 +159,6 @@ class HostDialect(Dialect):
 
     def barrier(self, em):
         em.line("/* barrier: a gang is one thread on the host */")
-
-    # -- building ------------------------------------------------------------------
-    def identity_key(self, device=None):
-        return "host:" + _machine_id()
-
-    def build(self, unit, device=None):
-        from pygomp_plugins.host.plugin import HostImage
-        k = cache.key(unit.source, self.identity_key(device), " ".join(CFLAGS))
-        data = cache.get_or_build(k, lambda: compile_c(unit.source, unit.fn.file), ".so")
-        path = cache.materialize(k, data, ".so")
-        return HostImage(path, functions=(unit.entry,))
-
-
-def compile_c(source: str, pyfile: str = "kernel") -> bytes:
-    """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
-    from pygomp.compiler.frontend import CompileError
-    gcc = os.environ.get("CC") or "gcc"
-    with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
-        src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
-        with open(src, "w") as f:
-            f.write(source)
-        try:
-            p = subprocess.run([gcc, *CFLAGS, src, "-o", so, "-lm"], capture_output=True,
-                               text=True)
-        except OSError as e:
-            raise CompileError(f"cannot run the C compiler {gcc!r}: {e}") from None
-        if p.returncode != 0 or not os.path.exists(so):
-            raise compiler_error("gcc", (p.stderr or p.stdout).strip(), pyfile)
-        with open(so, "rb") as f:
-            return f.read()
-
-
-_mid = None
-
-
-def _machine_id():
-    """CPU model and flags (for -march=native) and the compiler binary, without running it."""
-    global _mid
-    if _mid is None:
-        cpu = ""
-        try:
-            with open("/proc/cpuinfo") as f:
-                cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
-        except OSError:
-            pass
-        gcc = shutil.which(os.environ.get("CC") or "gcc") or ""
-        st = os.stat(gcc) if gcc else None
-        ident = f"{platform.machine()}|{cpu}|{gcc}|{st.st_size if st else 0}|{st.st_mtime if st else 0}"
-        _mid = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    return _mid
 
 
 HOOKS = HostDialect()

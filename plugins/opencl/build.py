@@ -1,17 +1,13 @@
-"""Building OpenCL programs, with program binaries in pygomp's on-disk cache.
-
-Key: source, options, platform, device and driver version.  An entry that is corrupt, or
-whose binary the driver refuses, is rebuilt from source and rewritten.
-"""
+"""Building OpenCL programs from source, with the build log in the error."""
 from __future__ import annotations
 
 import re
 import warnings
 
-from pygomp.compiler import cache
+from pygomp.runtime import cache
 from pygomp.runtime.plugin import PluginError
 
-stats = {"builds": 0, "cache_hits": 0}    # per process, for tests and `info`
+stats = cache.target_stats("opencl")    # builds and cache hits, for tests and `info`
 
 
 class OpenCLBuildError(PluginError):
@@ -19,31 +15,13 @@ class OpenCLBuildError(PluginError):
 
 
 def device_key(dev) -> str:
+    """Platform, device and driver: what a program binary is valid for."""
     p = dev.platform
     return "|".join((p.name, p.version, dev.name, dev.version, dev.driver_version))
 
 
-def build(cl, ctx, dev, source: str, options: str = "", name: str = ""):
-    """A built `cl.Program` for one device, from the disk cache when possible."""
-    key = cache.key("opencl", source, options, device_key(dev))
-    binary = cache.get(key, ".clbin")
-    if binary is not None:
-        try:
-            prg = cl.Program(ctx, [dev], [binary]).build(options=options)
-            stats["cache_hits"] += 1
-            return prg
-        except cl.Error:
-            pass                                   # stale or refused: rebuild
-    prg = _build_source(cl, ctx, dev, source, options, name)
-    stats["builds"] += 1
-    try:
-        cache.put(key, prg.get_info(cl.program_info.BINARIES)[0], ".clbin")
-    except OSError:
-        pass                                       # a read-only cache is no error
-    return prg
-
-
-def _build_source(cl, ctx, dev, source, options, name):
+def build_source(cl, ctx, dev, source, options, name):
+    """A `cl.Program` built from source for one device."""
     prg = cl.Program(ctx, source)
     try:
         with warnings.catch_warnings():
@@ -51,7 +29,7 @@ def _build_source(cl, ctx, dev, source, options, name):
             return prg.build(options=options, devices=[dev])
     except cl.Error as e:
         raise OpenCLBuildError(
-            f"OpenCL build of {name or 'a program'} failed on {dev.name!r} "
+            f"OpenCL build of {name} failed on {dev.name!r} "
             f"({dev.platform.name}):\n{_log(str(e))}") from None
 
 

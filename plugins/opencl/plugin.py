@@ -2,18 +2,44 @@
 
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
-resolves to (buffer, offset).  One in-order queue a device; copies are blocking.
+resolves to (buffer, offset).  One in-order queue a device; copies are blocking, launches
+are events (`run_async`).
 
-Images are `OpenCLImage` payloads; the kernel ABI is described there.
+Images: `compile` builds a unit's OpenCL C for one device and keeps the program binary;
+the key's device identity is the platform, device and driver.  Build options: CPU
+devices get ``-D PYGOMP_DEVICE_CPU=1``; when every kernel of a unit works with any
+work-group size (`KernelInfo.any_group_size`), CPU devices run them with one work-item a
+group and ``-D PYGOMP_SINGLE_ITEM_GROUPS=1`` (unless PYGOMP_OPENCL_CPU_WORKGROUPS=1); a
+device with the generic address space builds with its ``-cl-std`` and
+``-D PYGOMP_GENERIC_ADDRESS_SPACE=1``.
+
+Kernel parameters, for every entry of a kernel (see `KernelInfo`):
+
+- one a word: a "p" word is two parameters, ``__global T *base, ulong offset`` (bytes;
+  address 0 passes NULL and 0); a scalar word is its type (``int``, ``double``, ...);
+- then, if the kernel has global scratch, ``__global ulong *scratch``: one buffer a
+  kernel and device, zero when made, kept across entries and runs;
+- then, if it has private scratch, ``__global ulong *priv``: its bytes a work-item (rounded
+  up to 8) times the work-items of the launch, work-item k's part at k times that;
+- then, if it has ``tree_bytes``, ``__local ulong *tree`` of tree_bytes a work-item.
+
+Launch: ``(gangs, workers, vector)`` becomes a 2-D NDRange, local size ``(vector,
+workers)`` and global size ``(vector, workers * gangs)``: a gang is a work-group
+(``get_group_id(1)``), a worker is ``get_local_id(1)``, a vector lane ``get_local_id(0)``.
+Levels an entry does not partition get 1 and levels left 0 get device defaults; a local
+size above the kernel's limit is shrunk (workers first), so kernels read the geometry
+back with ``get_local_size``/``get_num_groups`` and guard their tails.  The entries of a
+kernel are enqueued one after the other; the in-order queue runs each to its end before
+the next.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import threading
-from dataclasses import dataclass
 
-from pygomp.runtime.plugin import DeviceInfo, LoadedImage, Plugin, PluginError
+from pygomp.runtime.plugin import SCALAR_KINDS, DeviceInfo, LoadedImage, Plugin, PluginError
 
 from . import build as _build
 from .memory import AddressSpace
@@ -29,55 +55,6 @@ def _pyopencl():
     return cl
 
 
-@dataclass(frozen=True)
-class OpenCLImage:
-    """An OpenCL C program and the kernels of its descriptor table.
-
-    functions: ``((kernel_name, arg_types[, levels]), ...)`` in table order.  arg_types
-    is a tuple of codes, one a 64-bit word of `run`'s args (except "L" and "G"):
-
-    - ``"p"``: a device address; the kernel takes two parameters for it,
-      ``__global T *base, ulong offset`` (bytes); address 0 passes NULL and 0.
-    - ``"i8" "u8" "i16" "u16" "i32" "u32" "i64" "u64" "f32" "f64"``: a scalar; the word
-      holds its bits (floats as their bit pattern, ints in two's complement).
-    - ``"L<n>"``: no word; a ``__local`` buffer of n bytes a work-item (size n times the
-      work-group size), for reduction trees sized at launch.
-    - ``"G<n>"``: no word; a ``__global ulong *`` scratch buffer of this kernel on this
-      device: 64 bytes (a counter, zero before the first launch; kernels leave it zero)
-      then n bytes a work-group (partial results).
-    levels: the loop levels the kernel partitions ("gwv" for all); a level it does not
-    use gets size 1 unless the launch asks otherwise.  requires: capabilities the
-    device must have ("fp64", "int64_atomics"); load_image fails clearly otherwise.
-    single_item_on_cpu: the kernels work with any work-group size; on a CPU device
-    they get work-groups of one work-item and the macro PYGOMP_SINGLE_ITEM_GROUPS
-    (unless PYGOMP_OPENCL_CPU_WORKGROUPS=1).  CPU devices always get
-    PYGOMP_DEVICE_CPU.
-    generic_ok: on a device with the generic address space, build with its -cl-std and
-    define PYGOMP_GENERIC_ADDRESS_SPACE (helpers then take plain generic pointers).
-
-    variables: ``((name, size), ...)``: device buffers the plugin allocates (zeroed) for
-    the table's variables; kernels receive them as ordinary "p" arguments.
-
-    Launch: ``(gangs, workers, vector)`` becomes a 2-D NDRange, local size
-    ``(vector, workers)`` and global size ``(vector, workers * gangs)``: a gang is a
-    work-group (``get_group_id(1)``), a worker is ``get_local_id(1)``, a vector lane
-    ``get_local_id(0)``.  Levels left 0 get device defaults; a local size above the
-    kernel's limit is shrunk (workers first), so kernels read the geometry back with
-    ``get_local_size``/``get_num_groups`` and guard their tails.
-    """
-    source: str
-    options: str = ""
-    functions: tuple = ()
-    variables: tuple = ()
-    name: str = ""
-    requires: tuple = ()
-    single_item_on_cpu: bool = False
-    generic_ok: bool = False
-
-
-_SCALAR_BYTES = {"i8": 1, "u8": 1, "bool": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4,
-                 "f32": 4, "i64": 8, "u64": 8, "f64": 8}
-
 _memview = ctypes.pythonapi.PyMemoryView_FromMemory
 _memview.restype = ctypes.py_object
 _memview.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
@@ -85,33 +62,35 @@ _READ, _WRITE = 0x100, 0x200
 
 
 class _Kernel:
-    """A cl.Kernel with its argument decoding, ready to launch."""
-    __slots__ = ("kernel", "codes", "masks", "locals_", "max_local", "lock", "name",
-                 "levels", "scratch", "scratch_size", "single", "last_args")
+    """A kernel's cl.Kernel objects (one an entry), its argument decoding and scratch."""
+    __slots__ = ("entries", "info", "masks", "max_local", "lock", "scratch",
+                 "scratch_size", "private", "private_size", "single", "last_args")
 
-    def __init__(self, kernel, codes, max_local, name, levels="gwv"):
+    def __init__(self, program, info, cldev):
         np = _numpy()
-        self.kernel, self.codes, self.max_local, self.name = kernel, codes, max_local, name
-        self.levels = levels
+        self.info = info
+        self.entries = [cl.Kernel(program, e) for e in info.entries]
+        self.max_local = min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                   cldev) for k in self.entries)
         self.lock = threading.Lock()
-        self.scratch, self.scratch_size = None, 0
+        self.scratch = self.private = None
+        self.scratch_size = self.private_size = 0
         self.single = False
         self.last_args = None
-        dtypes, self.masks, self.locals_ = [], [], []
-        for c in codes:
+        dtypes, self.masks = [], []
+        for c in info.args:
             if c == "p":
                 dtypes += [None, np.uint64]
                 self.masks.append(None)
-            elif c[0] in "LG" and c[1:].isdigit():
-                self.locals_.append(int(c[1:]))
-                dtypes.append(None)
-            elif c in _SCALAR_BYTES:
-                n = _SCALAR_BYTES[c]
+            elif c in SCALAR_KINDS:
+                n = SCALAR_KINDS[c]
                 dtypes.append({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[n])
                 self.masks.append((1 << 8 * n) - 1)
             else:
-                raise PluginError(f"kernel {name}: unknown argument code {c!r}")
-        kernel.set_scalar_arg_dtypes(dtypes)
+                raise PluginError(f"kernel {info.name}: unknown argument code {c!r}")
+        dtypes += [None] * (info.has_scratch + bool(info.private_bytes) + bool(info.tree_bytes))
+        for k in self.entries:
+            k.set_scalar_arg_dtypes(dtypes)
 
 
 def _numpy():
@@ -126,14 +105,18 @@ class _Device:
         self.dev = cldev
         self.ctx = cl.Context([cldev])
         self.queue = cl.CommandQueue(self.ctx, cldev)
-        self.last = None                 # the last event enqueued (for nowait/depend)
         self.images = {}                 # id(image) -> (program, [fn addrs], [var addrs])
-        self.programs = {}               # (source, options) -> built cl.Program
+        self.programs = {}               # digest of a binary -> the cl.Program built here
 
 
 class OpenCLPlugin(Plugin):
     name = "opencl"
     target = "opencl"
+    title = "OpenCL"
+    asynchronous = True
+    capability_text = {"fp64": "float64 (the device has no cl_khr_fp64)",
+                       "int64_atomics": "64-bit atomics (the device has no "
+                                        "cl_khr_int64_base_atomics)"}
 
     def __init__(self):
         self._cldevs = []                # cl.Device, by plugin-local number
@@ -202,27 +185,58 @@ class OpenCLPlugin(Plugin):
             for f in fns[1]:
                 self._kernels.pop(f, None)
 
+    # -- compiling -----------------------------------------------------------
+    def _identity_impl(self, dev):
+        self.devices()
+        return "opencl:" + _build.device_key(self._cldevs[dev])
+
+    def _compiler_key(self, dev, unit):
+        return self.build_options(dev, unit)
+
+    def _compile_impl(self, dev, unit):
+        d = self._device(dev)
+        options = self.build_options(dev, unit)
+        name = ", ".join(k.name for k in unit.kernels) or "a program"
+        prg = _build.build_source(cl, d.ctx, d.dev, unit.source, options, name)
+        binary = prg.get_info(cl.program_info.BINARIES)[0]
+        with self._lock:
+            d.programs.setdefault(_digest(binary), prg)
+        return binary
+
+    def build_options(self, dev, unit) -> str:
+        """What this device needs to build the unit's (or an image's) kernels."""
+        info = self.devices()[dev]
+        opts = []
+        if info.kind == "cpu":
+            opts.append("-D PYGOMP_DEVICE_CPU=1")
+            if _single_items() and all(k.any_group_size for k in unit.kernels):
+                opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
+        if "generic_address_space" in self.device_capabilities(dev):
+            opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
+        return " ".join(opts)
+
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
-        if not isinstance(image, OpenCLImage):
-            raise PluginError(f"opencl: load_image wants an OpenCLImage, got {type(image).__name__}")
         d = self._device(dev)
-        missing = set(image.requires) - self.device_capabilities(dev)
+        needs = set().union(*(k.requires for k in image.kernels))
+        missing = needs - self.device_capabilities(dev)
         if missing:
             raise PluginError(f"opencl device {dev} ({self.devices()[dev].name}): image "
                               f"{image.name or '?'} needs {', '.join(sorted(missing))}, "
                               f"which the device does not have")
-        prg = self.prebuild(dev, image)
+        key = _digest(image.code)
+        prg = d.programs.get(key)
+        if prg is None:
+            prg = cl.Program(d.ctx, [d.dev], [image.code]).build(
+                options=self.build_options(dev, image))
+            with self._lock:
+                prg = d.programs.setdefault(key, prg)
+        single = "PYGOMP_SINGLE_ITEM_GROUPS" in self.build_options(dev, image)
         fns = []
-        for entry in image.functions:
-            kname, codes = entry[0], entry[1]
-            levels = entry[2] if len(entry) > 2 else "gwv"
-            k = cl.Kernel(prg, kname)
-            wg = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
+        for info in image.kernels:
             addr = self._space.reserve(1)
-            kern = self._kernels[addr] = _Kernel(k, tuple(codes), wg, kname, levels)
-            kern.single = (image.single_item_on_cpu and _single_items()
-                           and self.devices()[dev].kind == "cpu")
+            kern = self._kernels[addr] = _Kernel(prg, info, d.dev)
+            kern.single = single
             fns.append(addr)
         vars_ = []
         for vname, size in image.variables:
@@ -232,31 +246,6 @@ class OpenCLPlugin(Plugin):
             vars_.append(addr)
         d.images[id(image)] = (prg, fns, vars_)
         return LoadedImage(fns, vars_)
-
-    def prebuild(self, dev, image):
-        """The built program of an image for a device (memory, then disk cache, then
-        the OpenCL compiler); raises OpenCLBuildError with the build log."""
-        d = self._device(dev)
-        options = self.build_options(dev, image)
-        key = (image.source, options)
-        prg = d.programs.get(key)
-        if prg is None:
-            prg = _build.build(cl, d.ctx, d.dev, image.source, options, image.name)
-            with self._lock:
-                prg = d.programs.setdefault(key, prg)
-        return prg
-
-    def build_options(self, dev, image) -> str:
-        """The image's options plus what this device needs (see OpenCLImage)."""
-        info = self.devices()[dev]
-        opts = [image.options] if image.options else []
-        if info.kind == "cpu":
-            opts.append("-D PYGOMP_DEVICE_CPU=1")
-            if image.single_item_on_cpu and _single_items():
-                opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
-        if image.generic_ok and "generic_address_space" in self.device_capabilities(dev):
-            opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
-        return " ".join(opts)
 
     def _unload_image_impl(self, dev, image):
         d = self._device(dev)
@@ -296,14 +285,14 @@ class OpenCLPlugin(Plugin):
     def _host2dev_impl(self, dev, dst, src, size):
         d = self._device(dev)
         buf, off = self._resolve(dev, dst, size)
-        d.last = cl.enqueue_copy(d.queue, buf, _memview(src, size, _READ), dst_offset=off,
-                                 is_blocking=True)
+        cl.enqueue_copy(d.queue, buf, _memview(src, size, _READ), dst_offset=off,
+                        is_blocking=True)
 
     def _dev2host_impl(self, dev, dst, src, size):
         d = self._device(dev)
         buf, off = self._resolve(dev, src, size)
-        d.last = cl.enqueue_copy(d.queue, _memview(dst, size, _WRITE), buf, src_offset=off,
-                                 is_blocking=True)
+        cl.enqueue_copy(d.queue, _memview(dst, size, _WRITE), buf, src_offset=off,
+                        is_blocking=True)
 
     def _dev2dev_impl(self, dev, dst, src, size):
         d = self._device(dev)
@@ -313,47 +302,22 @@ class OpenCLPlugin(Plugin):
             tmp = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, size)
             cl.enqueue_copy(d.queue, tmp, sbuf, src_offset=soff, byte_count=size)
             sbuf, soff = tmp, 0
-        d.last = cl.enqueue_copy(d.queue, dbuf, sbuf, src_offset=soff, dst_offset=doff,
-                                 byte_count=size)
-        d.last.wait()
+        cl.enqueue_copy(d.queue, dbuf, sbuf, src_offset=soff, dst_offset=doff,
+                        byte_count=size).wait()
 
     # -- launches ------------------------------------------------------------
-    def _run_impl(self, dev, fn, args, launch):
-        self._enqueue(dev, fn, args, launch, None).wait()
+    def _synchronize_impl(self, dev):
+        self._device(dev).queue.finish()
 
-    def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=None):
-        """Enqueue a launch and return its cl.Event (``.wait()``); for nowait/depend."""
-        return self._call("run_async", dev, f"function {fn:#x}", self._enqueue,
-                          dev, fn, args, launch, wait_for)
-
-    def synchronize(self, dev: int) -> None:
-        """Wait for everything enqueued on a device."""
-        self._call("synchronize", dev, "", lambda: self._device(dev).queue.finish())
-
-    def _enqueue(self, dev, fn, args, launch, wait_for):
-        k = self._kernels.get(fn)
-        if k is None:
-            raise PluginError(f"no OpenCL kernel at {fn:#x}")
-        if len(args) != len(k.masks):
-            raise PluginError(f"kernel {k.name} takes {len(k.masks)} argument words, "
-                              f"got {len(args)}")
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        """Enqueue every entry of the kernel; returns the last one's event."""
+        k = self._kernels[fn]
         d = self._device(dev)
-        local = self.local_size(dev, k, launch)
-        lsize = local[0] * local[1]
-        gangs = launch[0] or (self.default_gangs(dev) if "g" in k.levels else 1)
+        gangs = launch[0] or (self.default_gangs(dev) if any("g" in lv for lv in info.levels)
+                              else 1)
         with k.lock:
             vals = []
-            words = iter(args)
-            masks = iter(k.masks)
-            extra = iter(k.locals_)
-            for c in k.codes:
-                if c[0] == "L":
-                    vals.append(cl.LocalMemory(max(next(extra) * lsize, 8)))
-                    continue
-                if c[0] == "G":
-                    vals.append(self._scratch(d, k, 64 + next(extra) * gangs))
-                    continue
-                w, m = next(words), next(masks)
+            for w, m in zip(args, k.masks):
                 if m is not None:
                     vals.append(w & m)
                 elif w:
@@ -363,30 +327,51 @@ class OpenCLPlugin(Plugin):
                     vals += (buf, off)
                 else:
                     vals += (None, 0)
-            if vals != k.last_args:             # same words as last time: keep them set
-                k.kernel.set_args(*vals)
-                k.last_args = vals
-            d.last = cl.enqueue_nd_range_kernel(d.queue, k.kernel, (local[0], local[1] * gangs),
-                                                local, wait_for=wait_for)
-        return d.last
+            if info.has_scratch:
+                vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
+            waits = []
+            for e in wait_for:          # events of other plugins are waited for here
+                if isinstance(e, cl.Event):
+                    waits.append(e)
+                else:
+                    e.wait()
+            event = None
+            for entry, levels in zip(k.entries, info.levels):
+                local = self.local_size(dev, k, launch, levels)
+                n_gangs = (gangs if "g" in levels else launch[0] or 1) if levels else 1
+                mine = vals
+                if info.private_bytes:
+                    per = -(-info.private_size(args) // 8) * 8
+                    mine = mine + [self._scratch(d, k, "private",
+                                                 per * local[0] * local[1] * n_gangs)]
+                if info.tree_bytes:
+                    mine = mine + [cl.LocalMemory(max(info.tree_bytes * local[0] * local[1], 8))]
+                if len(k.entries) > 1 or mine != k.last_args:   # same words: keep them set
+                    entry.set_args(*mine)
+                    k.last_args = mine
+                event = cl.enqueue_nd_range_kernel(d.queue, entry, (local[0], local[1] * n_gangs),
+                                                   local, wait_for=waits or None)
+                waits = []
+        return event
 
-    def _scratch(self, d, k, size):
-        """The kernel's global scratch buffer, zero-filled when (re)made."""
-        if k.scratch_size < size:
-            size = max(size, 2 * k.scratch_size)
+    def _scratch(self, d, k, which, size):
+        """The kernel's global scratch or private buffer, zero-filled when (re)made."""
+        if getattr(k, which + "_size") < size:
+            size = max(size, 2 * getattr(k, which + "_size"))
             buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, size)
             cl.enqueue_fill_buffer(d.queue, buf, _numpy().uint8(0), 0, size)
-            k.scratch, k.scratch_size = buf, size
-        return k.scratch
+            setattr(k, which, buf)
+            setattr(k, which + "_size", size)
+        return getattr(k, which)
 
-    def local_size(self, dev, k, launch):
+    def local_size(self, dev, k, launch, levels="gwv"):
         """(vector, workers) after defaults and the kernel's work-group limit."""
-        if k.single:
+        if k.single or not levels:
             return 1, 1
         _, workers, vector = launch
         info = self.devices()[dev]
-        vector = vector or (info.properties["default_vector"] if "v" in k.levels else 1)
-        workers = workers or (info.properties["default_workers"] if "w" in k.levels else 1)
+        vector = vector or (info.properties["default_vector"] if "v" in levels else 1)
+        workers = workers or (info.properties["default_workers"] if "w" in levels else 1)
         limit = min(k.max_local, info.properties["max_work_group_size"])
         while workers * vector > limit and workers > 1:
             workers = (workers + 1) // 2
@@ -400,6 +385,10 @@ class OpenCLPlugin(Plugin):
     def target_hooks(self):
         from . import target
         return target.HOOKS
+
+
+def _digest(code: bytes) -> str:
+    return hashlib.sha256(code).hexdigest()
 
 
 def _single_items() -> bool:

@@ -1,6 +1,6 @@
 """The OpenCL C dialect: kernels for any OpenCL device (OpenCL C 1.2 and later).
 
-Geometry (see plugin.OpenCLImage): a 2-D NDRange; a gang is a work-group
+Geometry (see the OpenCL plugin): a 2-D NDRange; a gang is a work-group
 (``get_group_id(1)``), a worker ``get_local_id(1)``, a vector lane ``get_local_id(0)``.
 Code outside a level's loops runs redundantly on that level (OpenACC's gang-redundant,
 worker-single and vector-single modes): private values are computed by everyone, while
@@ -21,16 +21,15 @@ import math
 
 from pygomp.compiler import addrspace, ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words
+from pygomp.compiler.emit import Dialect, arg_words, word_kinds
+from pygomp.errors import CompileError
+from pygomp.runtime.plugin import KernelInfo
 
 from .loops import COUNT, ID, LEVELS, LoopLowering, needs_join, scan
 
 C_TYPES = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
            "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
            "uint64": "ulong", "float32": "float", "float64": "double"}
-CODES = {"bool": "u8", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
-         "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
-         "float32": "f32", "float64": "f64"}
 
 
 def _preamble():
@@ -222,54 +221,24 @@ class OpenCLDialect(LoopLowering, Dialect):
     def barrier(self, em):
         em.line("PYG_BARRIER();")
 
-    # -- building --------------------------------------------------------------------
-    def identity_key(self, device=None):
-        if device is None or getattr(device, "plugin", None) is None:
-            return "opencl"
-        from pygomp_plugins.opencl.build import device_key
-        return "opencl:" + device_key(device.plugin.cl_device(device.local)[0])
-
-    def build(self, unit, device=None):
-        """The OpenCLImage of a unit; checks `device` can run it and builds it there now,
-        so that an OpenCL compiler error is a CompileError before anything is registered."""
-        from pygomp.compiler.frontend import CompileError
-        from pygomp_plugins.opencl.plugin import OpenCLImage, OpenCLPlugin
-        fn = unit.fn
+    # -- the kernel contract -----------------------------------------------------------
+    def kernel_info(self, em, fn):
+        """Levels, scratch and requirements of the kernel, for the plugin."""
         needs = set()
         if _uses_float64(fn):
             needs.add("fp64")
         if any(t.size == 8 for t in _atomic_types(fn)):
             needs.add("int64_atomics")
-        codes = [("p" if role in ("array", "ret") else CODES[t.name])
-                 for _, t, role in unit.words]
         st = scan(fn)
-        if st["gscratch"]:
-            codes.append(f"G{8 * st['gang_reductions']}")
-        if st["scratch"]:
-            codes.append(f"L{16 * st['tree_slots']}")
         levels = "".join(lv[0] for lv in LEVELS if lv in st["levels"])
-        image = OpenCLImage(unit.source, functions=((unit.entry, tuple(codes), levels),),
-                            name=fn.pyname, requires=tuple(sorted(needs)),
-                            single_item_on_cpu=True, generic_ok=True)
-        if device is not None and isinstance(getattr(device, "plugin", None), OpenCLPlugin):
-            missing = needs - device.plugin.device_capabilities(device.local)
-            if missing:
-                what = {"fp64": "float64 (the device has no cl_khr_fp64)",
-                        "int64_atomics": "64-bit atomics (the device has no "
-                                         "cl_khr_int64_base_atomics)"}
-                raise CompileError(f"kernel {fn.pyname} ({fn.file}:{fn.line}) uses "
-                                   f"{' and '.join(what[m] for m in sorted(missing))}; "
-                                   f"device {device.number} ({device.info.name}) cannot run it")
-            try:
-                device.plugin.prebuild(device.local, image)
-            except Exception as e:
-                raise CompileError(f"OpenCL compilation of kernel {fn.pyname} failed:\n"
-                                   f"{e}") from None
-        return image
+        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), (levels,),
+                          scratch_bytes=64 if st["gscratch"] else 0,
+                          gang_bytes=8 * st["gang_reductions"] if st["gscratch"] else 0,
+                          tree_bytes=16 * st["tree_slots"] if st["scratch"] else 0,
+                          requires=tuple(sorted(needs)), any_group_size=True)
 
 
 def _error(em, line, message):
-    from pygomp.compiler.frontend import CompileError
     return CompileError(message, em.cur.file, line or em.cur.line)
 
 

@@ -6,6 +6,9 @@ error points at the Python line.  A plugin gives its dialect through
 ``Plugin.target_hooks()``: a `Dialect` subclass instance (the host one is
 ``pygomp_plugins.host.target.HOOKS``).
 
+A unit also describes its kernel for the plugin (`Dialect.kernel_info`, a
+`pygomp.runtime.plugin.KernelInfo`); the plugin compiles the source.
+
 Kernel arguments: one 64-bit word each, in this order (see `arg_words`):
 - an array parameter: its device address, then one word a dimension with its extent;
 - a scalar parameter: its raw bits (ints two's complement, float64 bits, float32 bits
@@ -18,6 +21,7 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+from ..runtime.plugin import KernelInfo
 from . import ir
 from . import types as T
 from .reductions import combine
@@ -124,25 +128,24 @@ class Dialect:
     def barrier(self, em) -> None:
         raise NotImplementedError
 
-    # -- building ----------------------------------------------------------------
-    def identity_key(self, device=None) -> str:
-        """What identifies the compiler and the device for the cache key."""
-        return self.target
-
-    def build(self, unit: "Unit", device=None):
-        """Turn the source into the plugin's image payload (cached on disk)."""
-        raise NotImplementedError
+    # -- the kernel contract ----------------------------------------------------------
+    def kernel_info(self, em, fn: ir.Function) -> KernelInfo:
+        """How the plugin launches the kernel (called once the kernel is emitted): by
+        default one entry, its argument words, all levels."""
+        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn))
 
 
 @dataclass
 class Unit:
-    """The generated source of one kernel specialization."""
+    """The generated source of one kernel specialization, and its KernelInfo: what
+    `Plugin.compile` takes."""
     source: str
     entry: str                  # the kernel's symbol name
     words: list                 # arg_words(fn)
     ret: object                 # the result type, or T.VOID
     fn: ir.Function = field(repr=False, default=None)
     dialect: Dialect = field(repr=False, default=None)
+    kernels: tuple = ()         # (KernelInfo,)
 
 
 def arg_words(fn: ir.Function):
@@ -157,6 +160,17 @@ def arg_words(fn: ir.Function):
     if fn.ret is not T.VOID:
         out.append((fn.ret_param, fn.ret, "ret"))
     return out
+
+
+_WORD_KINDS = {"bool": "u8", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+               "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
+               "float32": "f32", "float64": "f64"}
+
+
+def word_kinds(fn: ir.Function) -> tuple:
+    """`KernelInfo.args` of a kernel: "p" for an address, else the scalar's kind."""
+    return tuple("p" if role in ("array", "ret") else _WORD_KINDS[t.name]
+                 for _, t, role in arg_words(fn))
 
 
 def c_const(value, t: T.Scalar, tname: str) -> str:
@@ -240,7 +254,8 @@ class Emitter:
             self.decls(fn.decls)
             self.stmts(fn.body)
         self.d.kernel_close(self, fn)
-        return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d)
+        return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
+                    (self.d.kernel_info(self, fn),))
 
     def helper(self, h: ir.Function) -> None:
         self.cur, self.last = h, None
@@ -471,22 +486,6 @@ class Emitter:
             else:
                 args.append(self.expr(a))
         return f"{e.fn.name}({', '.join(args)})"
-
-
-def compiler_error(compiler: str, msg: str, pyfile: str):
-    """A CompileError placed at the Python line of a C-family compiler's first error
-    (the source carries #line); gcc/clang write ``f.py:12:5: error:``, nvcc
-    ``f.py(12): error:``."""
-    import linecache
-    import re
-    from .frontend import CompileError
-    m = re.search(r"^(.+?\.py)(?::(\d+):(?:\d+:)?|\((\d+)\):) (?:fatal )?error: (.*)$",
-                  msg, re.M)
-    if m is None:
-        return CompileError(f"{compiler} failed on the kernel from {pyfile}:\n{msg}")
-    file, line = m.group(1), int(m.group(2) or m.group(3))
-    return CompileError(f"{compiler}: {m.group(4)}\n{msg}", file, line,
-                        linecache.getline(file, line))
 
 
 def emit(fn: ir.Function, dialect: Dialect) -> Unit:

@@ -27,25 +27,13 @@ import textwrap
 
 import numpy as np
 
+from ..errors import CompileError
 from . import ir
 from . import types as T
 from .calls import MATH, Calls
 from .expressions import _UNSET, Expressions
 from .loops import Loops, Scope
 from .statements import Statements
-
-
-class CompileError(Exception):
-    """A construct the kernel compiler does not accept, with file, line and source line."""
-
-    def __init__(self, message, file=None, line=None, source=None):
-        self.message, self.file, self.line, self.source = message, file, line, source
-        text = message
-        if file is not None:
-            text = f"{file}:{line}: {message}"
-            if source:
-                text += f"\n    {source.strip()}"
-        super().__init__(text)
 
 
 RESERVED = set("""auto break case char const continue default do double else enum extern float

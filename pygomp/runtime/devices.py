@@ -10,9 +10,8 @@ import atexit
 import threading
 from importlib.metadata import entry_points
 
-from . import env, images
+from . import env, images, mapping
 from .intervals import IntervalMap
-from .mapping import INFINITY, Entry, table_dump
 from .plugin import API_VERSION, DeviceInfo, PluginError
 
 PLUGIN_GROUP = "pygomp.plugins"
@@ -24,7 +23,8 @@ class OffloadError(RuntimeError):
 
 
 class Device:
-    """One device number: its plugin, state, lock, interval map and loaded images."""
+    """One device number: its plugin, state, lock, interval map (read and changed by
+    `mapping` only) and loaded images."""
 
     def __init__(self, number, plugin, local, info, is_initial=False):
         self.number = number
@@ -36,11 +36,19 @@ class Device:
         self.state = "uninitialized"
         self.lock = threading.RLock()
         self.map = IntervalMap()
-        self.loaded = {}                # id(table) -> (table, [entries])
+        self.loaded = {}                # id(table) -> (table, image, [entries])
+        self._identity = None
 
     def __repr__(self):
         kind = "initial device" if self.is_initial else self.plugin.name
         return f"<device {self.number}: {kind} {self.info.name!r}, {self.state}>"
+
+    @property
+    def identity(self) -> str:
+        """The plugin's identity of this device: which compiled images it can load."""
+        if self._identity is None:
+            self._identity = self.plugin.identity(self.local)
+        return self._identity
 
     def ensure_init(self):
         if self.state == "initialized":
@@ -56,31 +64,25 @@ class Device:
                 self.state = "initialized"     # last: other threads test it unlocked
 
     def _load(self, table):
-        if self.target not in table.images or id(table) in self.loaded:
+        if id(table) in self.loaded:
             return
-        got = self.plugin.load_image(self.local, table.images[self.target],
-                                     len(table.functions), len(table.variables))
-        entries = [Entry(h, h + 1, d, refcount=INFINITY)
-                   for h, d in zip(table.functions, got.functions)]
-        if not self.is_initial:     # the initial device uses host variables as they are
-            entries += [Entry(h, h + size, d, refcount=INFINITY)
-                        for (h, size), d in zip(table.variables, got.variables)]
-        for i, e in enumerate(entries):
-            try:
-                self.map.insert(e)
-            except ValueError as err:
-                for done in entries[:i]:
-                    self.map.remove(done)
-                self.plugin.unload_image(self.local, table.images[self.target])
-                raise OffloadError(f"device {self.number}: image {table.name!r}: {err}") from None
-        self.loaded[id(table)] = (table, entries)
+        image = table.image_for(self.target, self.identity)
+        if image is None:
+            return
+        got = self.plugin.load_image(self.local, image, len(table.functions),
+                                     len(table.variables))
+        try:
+            entries = mapping.add_image(self, table, got)
+        except ValueError as err:
+            self.plugin.unload_image(self.local, image)
+            raise OffloadError(f"device {self.number}: image {table.name!r}: {err}") from None
+        self.loaded[id(table)] = (table, image, entries)
 
     def _unload(self, table):
-        table_entries = self.loaded.pop(id(table), None)
-        if table_entries is not None:
-            for e in table_entries[1]:
-                self.map.remove(e)
-            self.plugin.unload_image(self.local, table.images[self.target])
+        loaded = self.loaded.pop(id(table), None)
+        if loaded is not None:
+            mapping.remove_entries(self, loaded[2])
+            self.plugin.unload_image(self.local, loaded[1])
 
     def finalize(self):
         """Release what is still mapped (reported under PYGOMP_INFO) and the images."""
@@ -88,15 +90,8 @@ class Device:
             if self.state != "initialized":
                 self.state = "finalized"
                 return
-            left = [e for e in self.map if e.refcount != INFINITY]
-            if left:
-                env.info(env.INFO_TABLE, f"device {self.number} still has {len(left)} "
-                                         f"mapping(s) at exit:\n{table_dump(self)}")
-            for e in left:
-                self.map.remove(e)
-                if e.alloc:
-                    self.plugin.free(self.local, e.alloc)
-            for table, _ in list(self.loaded.values()):
+            mapping.release_all(self)
+            for table, _, _ in list(self.loaded.values()):
                 self._unload(table)
             if not self.is_initial:
                 self.plugin.fini_device(self.local)
@@ -190,13 +185,20 @@ def initial() -> Device:
     return all_devices()[-1]
 
 
+# Device numbers with a meaning of their own (libgomp's omp.h and gomp-constants.h).
+INITIAL_DEVICE = -1             # omp_initial_device
+INVALID_DEVICE = -4             # omp_invalid_device
+GOMP_DEVICE_ICV = -1            # compiled code: "the default-device-var ICV"
+GOMP_DEVICE_HOST_FALLBACK = -2  # compiled code: "the initial device"
+
+
 def get_default() -> int:
     n = getattr(_default, "value", None)
     if n is not None:
         return n
     s = env.settings()
     if s.target_offload == "mandatory" and num_devices() == 0:
-        return -2           # OpenMP 5.2: omp_invalid_device, so that offloading fails
+        return INVALID_DEVICE       # OpenMP 5.2: so that offloading fails
     return s.default_device
 
 
@@ -204,33 +206,70 @@ def set_default(n: int) -> None:
     _default.value = n
 
 
-def resolve(device: int | None = None) -> Device:
-    """The device a construct runs on, initialized; honours OMP_TARGET_OFFLOAD."""
+def resolve(number: int | None = None, *, routine=False, compiled=False) -> Device:
+    """The device a number names, initialized.  Every face resolves through here.
+
+    With n offload devices (the initial device is number n), the rules are libgomp's,
+    except that the omp_* routines (``routine=True``) refuse numbers that name no device:
+
+    ==========================  ==================================  ====================
+    number                      constructs, kernels, compiled C     omp_* routines
+    ==========================  ==================================  ====================
+    None; -1 when ``compiled``  the default-device-var, then below  (not accepted)
+    0 .. n-1                    that device (1)                     that device
+    n                           the initial device                  the initial device
+    -1 (omp_initial_device);    the initial device                  the initial device
+    -2 when ``compiled``
+    -4 (omp_invalid_device)     error (2)                           error
+    any other number            the initial device (2)              error
+    ==========================  ==================================  ====================
+
+    (1) One that cannot be initialized: the initial device, or under
+    OMP_TARGET_OFFLOAD=MANDATORY an error.  (2) Under MANDATORY with no offload device
+    the error says that only the host is available; under MANDATORY any other number is
+    an error.  DISABLED discovers no offload device (n = 0).  ``compiled`` numbers are
+    those compiled C passes to GOMP_* (GCC turns omp_initial_device into -2).
+    """
     devs = all_devices()
-    s = env.settings()
     n = len(devs) - 1
-    number = get_default() if device is None else device
-    if number == n or number == -1 or s.target_offload == "disabled":   # -1: omp_initial_device
-        return _ready(devs[-1])
-    if not 0 <= number < n:
+    if compiled:
+        if number == GOMP_DEVICE_ICV:
+            number = None
+        elif number == GOMP_DEVICE_HOST_FALLBACK:
+            number = INITIAL_DEVICE
+    if number is None:
+        if routine:
+            raise OffloadError("a device routine needs a device number")
+        number = get_default()
+    if number == n or number == INITIAL_DEVICE:
+        return _ready(devs[n])
+    if not isinstance(number, int) or not 0 <= number < n:
+        s = env.settings()
+        if routine:
+            raise OffloadError(f"invalid device number {number!r}: offload devices are "
+                               f"0..{n - 1} and the initial device is {n}")
         if s.target_offload == "mandatory":
             raise OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but only the host "
                                "device is available" if n == 0 else
                                f"OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
                                f"{number} not found (devices 0..{n - 1} exist)")
-        if device is not None and number < -1:
-            raise OffloadError(f"invalid device number {number}")
+        if number == INVALID_DEVICE:
+            raise OffloadError(f"invalid device number {number}: omp_invalid_device")
         env.info(env.INFO_LAUNCH, f"device {number} not found: host fallback")
-        return _ready(devs[-1])
+        return _ready(devs[n])
     dev = devs[number]
+    if dev.state == "initialized":
+        return dev
     try:
         dev.ensure_init()
     except PluginError as e:
-        if s.target_offload == "mandatory":
+        if routine:
+            raise
+        if env.settings().target_offload == "mandatory":
             raise OffloadError(f"OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
                                f"{number} cannot be used for offloading: {e}") from e
         env.info(env.INFO_LAUNCH, f"device {number} cannot be initialized ({e}): host fallback")
-        return _ready(devs[-1])
+        return _ready(devs[n])
     return dev
 
 

@@ -1,8 +1,10 @@
 """Offload descriptor tables and their process-wide registry.
 
 A table lists host functions (host addresses) and host variables (address, size), and
-carries one image per target kind; a device of that kind loads the image and gets back
-the device addresses of the same functions and variables, in the same order.
+carries images (`plugin.Image`): code compiled for one device identity, or for any
+device of a target kind (an image whose identity is "").  A device loads the image of
+its identity (else its kind's), and gets back the device addresses of the same
+functions and variables, in the same order.
 """
 from __future__ import annotations
 
@@ -15,9 +17,20 @@ from dataclasses import dataclass, field
 class OffloadImage:
     functions: list[int]                      # host addresses
     variables: list[tuple[int, int]]          # (host address, size)
-    images: dict[str, object]                 # target kind -> plugin-specific payload
+    images: tuple                             # plugin.Image, each for one identity
     name: str = ""
     keepalive: list = field(default_factory=list, repr=False)  # owners of the host addresses
+
+    def image_for(self, target: str, identity: str):
+        """The image a device of this target and identity loads, or None."""
+        fallback = None
+        for image in self.images:
+            if image.target == target:
+                if image.identity == identity:
+                    return image
+                if not image.identity:
+                    fallback = image
+        return fallback
 
 
 class HostSymbol:

@@ -24,6 +24,7 @@ FIRSTPRIVATE = FLAG_SPECIAL | 0               # 12
 FIRSTPRIVATE_INT = FLAG_SPECIAL | 1           # 13
 USE_DEVICE_PTR = FLAG_SPECIAL | 2             # 14
 ZERO_LEN_ARRAY_SECTION = FLAG_SPECIAL | 3     # 15
+USE_DEVICE_PTR_IF_PRESENT = FLAG_SPECIAL_2 | 0   # 16
 ALWAYS_TO = FLAG_SPECIAL_2 | TO               # 17
 ALWAYS_FROM = FLAG_SPECIAL_2 | FROM           # 18
 ALWAYS_TOFROM = FLAG_SPECIAL_2 | TOFROM       # 19
@@ -55,9 +56,6 @@ def base(kind: int) -> int:
 
 def is_implicit(kind: int) -> bool:
     return (kind & IMPLICIT) == IMPLICIT
-
-
-USE_DEVICE_PTR_IF_PRESENT = FLAG_SPECIAL_2 | 0   # 16
 
 
 def _core(kind: int) -> int:

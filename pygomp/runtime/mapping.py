@@ -10,6 +10,10 @@
 - ``from`` copies back when both counts reach zero, or always with ``always``.
 - ``present`` on an absent object fails with its address and size.
 - An error leaves the map as it was before the construct: no half-made entries.
+
+This module is the only one that reads or changes a device's map (``dev.map``) and the
+entries' reference counts: entries are born in `_birth` and die in `_death`, counts
+change in `_ref`.  The rest of the runtime and the faces call the functions below.
 """
 from __future__ import annotations
 
@@ -45,9 +49,6 @@ class Entry:
         self.dynamic_refcount = dynamic_refcount
         self.keepalive = keepalive      # the host object, kept alive while mapped
         self.associated = associated    # made by omp_target_associate_ptr
-
-    def total(self):
-        return self.refcount + self.dynamic_refcount
 
     def __repr__(self):
         return (f"[{self.host_start:#x}..{self.host_end:#x}) -> {self.dev_start:#x} "
@@ -149,10 +150,7 @@ def _map_item(region, it):
                               f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
         if e not in region.counted:             # Entry has no __eq__: identity
             region.counted.append(e)
-            if region.dynamic:
-                e.dynamic_refcount += 1
-            else:
-                e.refcount += 1
+            _ref(e, region.dynamic, 1)
         if env.settings().info & env.INFO_REUSE:
             env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")
         if t.always and t.to:
@@ -170,18 +168,14 @@ def _create(region, it, t):
     if size == 0:
         return None
     d = dev.plugin.alloc(dev.local, size)
-    e = Entry(addr, addr + size, d, alloc=d, keepalive=obj)
     try:
-        dev.map.insert(e)
+        e = _birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
     except ValueError:
         dev.plugin.free(dev.local, d)
         raise
     region.created.append(e)
     region.counted.append(e)
-    if region.dynamic:
-        e.dynamic_refcount = 1
-    else:
-        e.refcount = 1
+    _ref(e, region.dynamic, 1)
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped {_range(addr, size)} "
                                f"({kinds.name(kind)}) at {d:#x}")
@@ -189,6 +183,36 @@ def _create(region, it, t):
         _copy_to(dev, e, addr, size)
     return e
 
+
+# -- the one place entries are born and die, and counts change ----------------------
+
+def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
+    """A new entry in the map (ValueError if it overlaps one)."""
+    e = Entry(host_start, host_end, dev_start, **fields)
+    dev.map.insert(e)
+    return e
+
+
+def _death(dev, e) -> None:
+    """Remove an entry and free the device memory it owns."""
+    dev.map.remove(e)
+    if e.alloc:
+        dev.plugin.free(dev.local, e.alloc)
+
+
+def _ref(e, dynamic, n) -> None:
+    """Change the dynamic or the structured reference count (an infinite one stays)."""
+    if dynamic:
+        e.dynamic_refcount += n
+    else:
+        e.refcount += n
+
+
+def _unused(e) -> bool:
+    return e.refcount + e.dynamic_refcount == 0
+
+
+# -- copies -------------------------------------------------------------------------
 
 def _copy_to(dev, e, addr, size):
     lo, hi = max(addr, e.host_start), min(addr + size, e.host_end)
@@ -206,19 +230,16 @@ def _copy_from(dev, e, addr, size):
         dev.plugin.dev2host(dev.local, lo, e.dev_start + (lo - e.host_start), hi - lo)
 
 
+# -- ending constructs --------------------------------------------------------------
+
 def _undo(region):
     """Take back what `begin` did so far: counts, new entries, temporaries; no copies."""
     dev = region.dev
     for e in region.counted:
-        if e in region.created:
-            continue
-        if region.dynamic:
-            e.dynamic_refcount -= 1
-        else:
-            e.refcount -= 1
+        if e not in region.created:
+            _ref(e, region.dynamic, -1)
     for e in region.created:
-        dev.map.remove(e)
-        dev.plugin.free(dev.local, e.alloc)
+        _death(dev, e)
     _free_temps(region)
 
 
@@ -237,10 +258,7 @@ def end(region, copy_back=True) -> None:
         return
     with dev.lock:
         for e in region.counted:
-            if region.dynamic:
-                e.dynamic_refcount -= 1
-            else:
-                e.refcount -= 1
+            _ref(e, region.dynamic, -1)
         _release(dev, region.items, region.entries, copy_back)
         _free_temps(region)
 
@@ -253,18 +271,16 @@ def _release(dev, items, entries, copy_back):
             if e is None:
                 continue
             t = kinds.traits(it.kind)
-            if t.from_ and (t.always or e.refcount + e.dynamic_refcount == 0):
+            if t.from_ and (t.always or _unused(e)):
                 try:
                     _copy_from(dev, e, it.addr, it.size)
                 except Exception as err:        # keep releasing; report the first failure
                     first_error = first_error or err
     for e in dict.fromkeys(entries):
-        if e is not None and e.refcount + e.dynamic_refcount == 0:
-            dev.map.remove(e)
+        if e is not None and _unused(e):
             if env.settings().info & env.INFO_MAP:
                 env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
-            if e.alloc:
-                dev.plugin.free(dev.local, e.alloc)
+            _death(dev, e)
     if first_error is not None:
         raise first_error
 
@@ -279,7 +295,10 @@ def enter_data(dev, items) -> None:
 
 
 def exit_data(dev, items) -> None:
-    """``target exit data``: from / release / delete (with always, present)."""
+    """``target exit data``: from / release / delete (with always, present).
+
+    An item that overlaps an entry without being inside it releases that entry, and
+    copies back only the part inside it (libgomp would copy the whole item)."""
     if dev.is_initial:
         return
     with dev.lock:
@@ -301,9 +320,10 @@ def exit_data(dev, items) -> None:
                 continue
             seen.add(id(e))
             if id(e) in deleted:
-                e.refcount = e.dynamic_refcount = 0
+                _ref(e, False, -e.refcount)
+                _ref(e, True, -e.dynamic_refcount)
             elif e.dynamic_refcount > 0:
-                e.dynamic_refcount -= 1
+                _ref(e, True, -1)
         _release(dev, items, entries, copy_back=True)
 
 
@@ -326,6 +346,8 @@ def update(dev, items) -> None:
             if it.kind & kinds.FLAG_FROM:
                 _copy_from(dev, e, it.addr, it.size)
 
+
+# -- running kernels ----------------------------------------------------------------
 
 def function_address(dev, fn: int) -> int:
     """The device address of a host function, through the device's map."""
@@ -351,3 +373,94 @@ def target(dev, fn: int, items, launch=(0, 0, 0)) -> None:
         ok = True
     finally:
         end(region, copy_back=ok)
+
+
+def start(dev, fn: int, items, launch=(0, 0, 0), wait_for=()):
+    """`target` without waiting: map, start ``fn`` after the events ``wait_for``; returns
+    ``(event, region)``.  Pass the region to `end` once the event is done."""
+    dev.ensure_init()
+    address = function_address(dev, fn)
+    region = begin(dev, items)
+    try:
+        if env.settings().info & env.INFO_LAUNCH:
+            env.info(env.INFO_LAUNCH, f"device {dev.number}: start {fn:#x} launch "
+                                      f"{tuple(launch)} args {[hex(a) for a in region.args]}")
+        event = dev.plugin.run_async(dev.local, address, region.args, launch, wait_for)
+    except BaseException:
+        end(region, copy_back=False)
+        raise
+    return event, region
+
+
+# -- what the device routines and the device's life need -----------------------------
+
+def is_present(dev, addr: int) -> bool:
+    """omp_target_is_present: whether host address ``addr`` is mapped."""
+    if dev.is_initial:
+        return True
+    with dev.lock:
+        return dev.map.find(addr, addr) is not None
+
+
+def device_address(dev, addr: int) -> int:
+    """omp_get_mapped_ptr: the device address of a mapped host address, else 0.  The
+    address lies inside its entry (or at its end, for a zero-length section there)."""
+    if dev.is_initial:
+        return addr
+    with dev.lock:
+        e = dev.map.find(addr, addr)
+        return 0 if e is None else e.dev_start + (addr - e.host_start)
+
+
+def associate(dev, host: int, device: int, size: int) -> bool:
+    """omp_target_associate_ptr: map [host, host+size) to device memory the caller owns
+    (never freed by the map, never unmapped by counts).  False if the range is mapped
+    otherwise already."""
+    with dev.lock:
+        e = dev.map.find(host, host + size)
+        if e is not None:
+            return (e.host_start <= host and host + size <= e.host_end
+                    and e.dev_start + (host - e.host_start) == device)
+        _birth(dev, host, host + size, device, refcount=INFINITY, associated=True)
+    return True
+
+
+def disassociate(dev, host: int) -> bool:
+    """omp_target_disassociate_ptr: remove an association that starts at ``host``."""
+    with dev.lock:
+        e = dev.map.find(host, host)
+        if e is None or not e.associated or e.host_start != host:
+            return False
+        _death(dev, e)
+    return True
+
+
+def add_image(dev, table, loaded) -> list:
+    """Entries for a loaded image's functions and variables (variables only off the
+    initial device, which uses the host's own); on a collision nothing is added and
+    ValueError names the ranges."""
+    ranges = [(h, h + 1, d) for h, d in zip(table.functions, loaded.functions)]
+    if not dev.is_initial:
+        ranges += [(h, h + size, d) for (h, size), d in zip(table.variables, loaded.variables)]
+    entries = []
+    try:
+        for start, stop, d in ranges:
+            entries.append(_birth(dev, start, stop, d, refcount=INFINITY))
+    except ValueError:
+        remove_entries(dev, entries)
+        raise
+    return entries
+
+
+def remove_entries(dev, entries) -> None:
+    for e in entries:
+        _death(dev, e)
+
+
+def release_all(dev) -> None:
+    """At the device's end: remove what is still mapped (reported under PYGOMP_INFO)."""
+    left = [e for e in dev.map if e.refcount != INFINITY]
+    if left:
+        env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
+                                 f"mapping(s) at exit:\n{table_dump(dev)}")
+    remove_entries(dev, left)

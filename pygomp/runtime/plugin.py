@@ -1,4 +1,5 @@
-"""The plugin interface, version 1 (after libgomp's GOMP_OFFLOAD_* functions).
+"""The plugin interface, version 1 (after libgomp's GOMP_OFFLOAD_* functions), and the
+kernel contract between a dialect, a plugin and the runtime.
 
 A plugin drives one kind of device.  It sees device numbers local to itself
 (0..num_devices()-1), device addresses as ints and byte counts; it never sees the
@@ -9,16 +10,34 @@ arguments and turn any failure of a hook into one `PluginError` whose message na
 the plugin, the device, the operation and the sizes.  A plugin is registered under the
 entry-point group ``pygomp.plugins``; the entry point names a subclass of `Plugin`.
 
-Calling convention of `run`: ``args`` is a list of 64-bit words, one a kernel
-argument: a device address for a mapped item, or the raw bits of a firstprivate value
-(an int, or a float's bit pattern zero-extended).  ``launch`` is
-``(num_gangs, num_workers, vector_length)``; 0 leaves a level to the plugin.
+Compiling: a dialect (the plugin's ``target_hooks()``) writes a *unit*: an object with
+``source`` (text) and ``kernels`` (one `KernelInfo` a kernel), optionally ``variables``
+(``(symbol, size)`` pairs).  `Plugin.compile` turns a unit into an `Image` for one device,
+through the disk cache (`pygomp.runtime.cache`), keyed by the target, the source, the
+device's identity and the compiler's.  A table (`images.OffloadImage`) carries images;
+`load_image` loads one and gives the device addresses of its kernels and variables.
+
+Running: ``run(dev, fn, args, launch)`` runs the kernel at device address ``fn``.
+``args`` is a list of 64-bit words, one a kernel argument (`KernelInfo.args` says which
+is which): a device address for a mapped item, or the raw bits of a firstprivate value
+(an int in two's complement, a float's bit pattern zero-extended).  ``launch`` is
+``(num_gangs, num_workers, vector_length)``; 0 leaves a level to the plugin.  A kernel
+with several entries runs them in order, each to completion before the next starts,
+all within one ``run``, with one global scratch buffer that persists across them.
+``run_async`` does the same without waiting and returns an event (``.wait()``); a plugin
+without a queue runs at once and returns a finished event.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import CompileError
+from . import cache
+
 API_VERSION = 1
+
+SCALAR_KINDS = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
+                "f32": 4, "f64": 8}      # argument-word kinds other than "p", and their bytes
 
 
 class PluginError(RuntimeError):
@@ -40,18 +59,120 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
+class KernelInfo:
+    """How to launch one kernel (one function of a table).
+
+    - ``entries``: its entry symbols.  One ``run`` launches them in this order; each
+      launch finishes before the next starts, and nothing returns to the host between
+      them.  ``levels`` gives, per entry, the loop levels it partitions ("g", "w", "v";
+      "gwv" when not given); a level it does not partition gets size 1 unless the
+      launch asks otherwise, and "" runs the entry on one work-item.
+    - ``args``: the kind of each argument word: "p" (a device address) or a scalar kind
+      of `SCALAR_KINDS` ("i32", "f64", ...; a bool is "u8").
+    - Scratch memory the plugin provides at each run (layouts belong to the dialect):
+      ``scratch_bytes + gang_bytes * gangs`` bytes of global scratch, zero when first
+      made and kept between entries and runs (so a kernel leaves counters as it found
+      them); ``tree_bytes`` of team-shared memory a work-item, sized at launch;
+      ``private_bytes`` times the product of the argument words at ``private_words``
+      of global memory a work-item (private arrays sized at run time).
+    - ``team_bytes``: static team-shared memory a gang (checked against the device).
+    - ``requires``: capabilities the device must have ("fp64", "int64_atomics").
+    - ``cooperative``: all gangs must be resident at once (a grid-wide sync inside).
+    - ``any_group_size``: the kernel reads its geometry back and works with any
+      work-group size, so the plugin may choose it (one work-item a group on CPUs).
+    """
+    name: str
+    entries: tuple = ()
+    args: tuple = ()
+    levels: tuple = ()
+    scratch_bytes: int = 0
+    gang_bytes: int = 0
+    tree_bytes: int = 0
+    private_bytes: int = 0
+    private_words: tuple = ()
+    team_bytes: int = 0
+    requires: tuple = ()
+    cooperative: bool = False
+    any_group_size: bool = False
+
+    def __post_init__(self):
+        if not self.entries:
+            object.__setattr__(self, "entries", (self.name,))
+        if not self.levels:
+            object.__setattr__(self, "levels", ("gwv",) * len(self.entries))
+        if len(self.levels) != len(self.entries):
+            raise ValueError(f"kernel {self.name}: {len(self.entries)} entries but "
+                             f"{len(self.levels)} levels")
+
+    @property
+    def has_scratch(self) -> bool:
+        return bool(self.scratch_bytes or self.gang_bytes)
+
+    def scratch_size(self, gangs: int) -> int:
+        return self.scratch_bytes + self.gang_bytes * gangs
+
+    def private_size(self, args) -> int:
+        """Bytes of private scratch a work-item for a run with these argument words."""
+        n = self.private_bytes
+        for i in self.private_words:
+            n *= args[i]
+        return n
+
+
+@dataclass(frozen=True, eq=False)
+class Image:
+    """Code for one kind of device, as every plugin loads it: ``code`` is what the plugin
+    compiled (a shared object, a program binary, ...), ``kernels`` describe the table's
+    functions in table order, ``variables`` its variables as ``(symbol, size)``.
+    ``identity`` is the device identity it was compiled for ("" : any device of
+    ``target``)."""
+    target: str
+    code: bytes
+    kernels: tuple = ()
+    variables: tuple = ()
+    identity: str = ""
+    name: str = ""
+
+    def __repr__(self):
+        return (f"<{self.target} image {self.name!r}: {len(self.kernels)} kernels, "
+                f"{len(self.variables)} variables, {len(self.code)} bytes>")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A unit written by hand (what a dialect's `emit.Unit` is for generated code)."""
+    source: str
+    kernels: tuple = ()
+    variables: tuple = ()
+
+
+@dataclass(frozen=True)
 class LoadedImage:
     """Device addresses of an image's functions and variables, in table order."""
     functions: list
     variables: list
 
 
+class Event:
+    """A finished operation: what `run_async` returns where a plugin has no queue."""
+    __slots__ = ()
+
+    def wait(self) -> None:
+        return None
+
+
+DONE = Event()
+
+
 class Plugin:
-    """Base class: checks, locking-free validation and error text; hooks below."""
+    """Base class: checks, validation and error text; hooks below."""
     name = "?"            # the name used in PYGOMP_DEVICES
-    target = "?"          # the image kind it loads (a key of OffloadImage.images)
+    target = "?"          # the kind of image it loads (Image.target)
+    title = ""            # how messages name its compiler ("OpenCL"); default: name
     api_version = API_VERSION
     capabilities = frozenset()   # e.g. {"fp64", "int64_atomics", "generic_address_space"}
+    asynchronous = False  # run_async returns before the kernel ends (a device queue)
+    capability_text = {}  # how a compile error names a missing capability
 
     # -- discovery ---------------------------------------------------------
     def devices(self) -> list[DeviceInfo]:
@@ -78,6 +199,57 @@ class Plugin:
                 found = [i for i in found if self.devices()[i].matches(word)]
         return found
 
+    def device_capabilities(self, dev: int) -> frozenset:
+        return frozenset(self.capabilities)
+
+    def identity(self, dev: int) -> str:
+        """What makes code compiled for this device run on it: images compiled for one
+        identity load on every device of that identity (cached per device)."""
+        ids = self.__dict__.setdefault("_identities", {})
+        ident = ids.get(dev)
+        if ident is None:
+            ident = ids[dev] = self._call("identity", dev, "", self._identity_impl, dev)
+        return ident
+
+    # -- compiling -----------------------------------------------------------
+    def compile(self, dev: int, unit) -> Image:
+        """``unit`` as an image for device ``dev``, from the disk cache when it holds one.
+
+        The key is the target, the source, the device's identity and the compiler's
+        (the pygomp version is added by the cache).  A kernel that needs a capability
+        the device lacks is a CompileError; a failing compiler raises what its hook
+        raises (a CompileError at the Python line, or a PluginError with its log)."""
+        missing = set().union(*(k.requires for k in unit.kernels)) - \
+            self.device_capabilities(dev)
+        if missing:
+            what = " and ".join(self.capability_text.get(m, m) for m in sorted(missing))
+            names = ", ".join(k.name for k in unit.kernels if set(k.requires) & missing)
+            raise CompileError(f"kernel {names} uses {what}; {self.name} device {dev} "
+                               f"({self.devices()[dev].name}) cannot run it")
+        ident = self.identity(dev)
+        key = cache.key(self.target, unit.source, ident, self._compiler_key(dev, unit))
+        stats = cache.target_stats(self.target)
+        code = cache.get(key)
+        names = [k.name for k in unit.kernels]
+        if code is None:
+            code = self._call("compile", dev, lambda: f"of {', '.join(names)}",
+                              self._compile_impl, dev, unit)
+            stats["builds"] += 1
+            cache.stats["builds"] += 1
+            try:
+                cache.put(key, code)
+            except OSError:
+                pass                    # a read-only cache is no error
+        else:
+            stats["cache_hits"] += 1
+        return Image(self.target, code, tuple(unit.kernels),
+                     tuple(getattr(unit, "variables", ())), ident,
+                     names[0] if len(names) == 1 else ", ".join(names))
+
+    def target_hooks(self):
+        """The compiler's dialect for this plugin's target (see pygomp.compiler)."""
+        raise NotImplementedError(f"plugin {self.name} has no compiler target")
+
     # -- checked operations --------------------------------------------------
     def init_device(self, dev: int) -> None:
         self._call("init", dev, "", self._init_impl, dev)
@@ -85,17 +257,22 @@ class Plugin:
     def fini_device(self, dev: int) -> None:
         self._call("fini", dev, "", self._fini_impl, dev)
 
-    def load_image(self, dev: int, image, n_functions: int, n_variables: int) -> LoadedImage:
-        loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
-        if len(loaded.functions) != n_functions or len(loaded.variables) != n_variables:
-            self.unload_image(dev, image)
+    def load_image(self, dev: int, image: Image, n_functions: int, n_variables: int) -> LoadedImage:
+        if len(image.kernels) != n_functions or len(image.variables) != n_variables:
             raise PluginError(
-                f"{self.name} device {dev}: load_image: image has {len(loaded.functions)} "
-                f"functions and {len(loaded.variables)} variables, the table "
+                f"{self.name} device {dev}: load_image: image has {len(image.kernels)} "
+                f"functions and {len(image.variables)} variables, the table "
                 f"{n_functions} and {n_variables}")
+        if image.target != self.target:
+            raise PluginError(f"{self.name} device {dev}: load_image: a {image.target} "
+                              f"image, the plugin loads {self.target} images")
+        loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
+        kernels = self.__dict__.setdefault("_kernel_infos", {})
+        for fn, info in zip(loaded.functions, image.kernels):
+            kernels[fn] = info
         return loaded
 
-    def unload_image(self, dev: int, image) -> None:
+    def unload_image(self, dev: int, image: Image) -> None:
         self._call("unload_image", dev, "", self._unload_image_impl, dev, image)
 
     def alloc(self, dev: int, size: int) -> int:
@@ -126,14 +303,41 @@ class Plugin:
             self._call("dev2dev", dev, lambda: f"{size} bytes from device {src:#x} to device {dst:#x}",
                        self._dev2dev_impl, dev, dst, src, size)
 
-    def run(self, dev: int, fn: int, args: list[int], launch=(0, 0, 0)) -> None:
-        self._call("run", dev, lambda: f"function {fn:#x} with {len(args)} arguments, "
-                                        f"launch {tuple(launch)}",
-                   self._run_impl, dev, fn, args, launch)
+    def run(self, dev: int, fn: int, args: list, launch=(0, 0, 0)) -> None:
+        """Run a kernel to completion (see the module's docstring)."""
+        self.run_async(dev, fn, args, launch).wait()
 
-    def target_hooks(self):
-        """The compiler's dialect for this plugin's target (see pygomp.compiler)."""
-        raise NotImplementedError(f"plugin {self.name} has no compiler target")
+    def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
+        """Start a kernel after the events ``wait_for``; returns its event."""
+        info = self._check_run(dev, fn, args)
+        try:
+            return self._run_impl(dev, fn, info, args, launch, wait_for)
+        except PluginError:
+            raise
+        except Exception as e:
+            raise PluginError(f"{self.name} device {dev}: run of kernel {info.name} at "
+                              f"{fn:#x} with {len(args)} arguments, launch {tuple(launch)} "
+                              f"failed: {type(e).__name__}: {e}") from e
+
+    def synchronize(self, dev: int) -> None:
+        """Wait for everything started on a device."""
+        self._call("synchronize", dev, "", self._synchronize_impl, dev)
+
+    def kernel_info(self, fn: int) -> KernelInfo | None:
+        """The KernelInfo of a loaded kernel, by device address."""
+        return self.__dict__.get("_kernel_infos", {}).get(fn)
+
+    def _check_run(self, dev, fn, args):
+        if not 0 <= dev < len(self.devices()):
+            raise PluginError(f"{self.name}: run: no device {dev} "
+                              f"(the plugin has {self.num_devices()})")
+        info = self.__dict__.get("_kernel_infos", {}).get(fn)
+        if info is None:
+            raise PluginError(f"{self.name} device {dev}: run: no kernel is loaded at {fn:#x}")
+        if len(args) != len(info.args):
+            raise PluginError(f"{self.name} device {dev}: run: kernel {info.name} takes "
+                              f"{len(info.args)} argument words, got {len(args)}")
+        return info
 
     def _call(self, op, dev, what, hook, *args):
         """Run a hook; ``what`` (a string or a function giving one) describes the call
@@ -143,7 +347,7 @@ class Plugin:
                               f"(the plugin has {self.num_devices()})")
         try:
             return hook(*args)
-        except PluginError:
+        except (PluginError, CompileError):
             raise
         except Exception as e:
             what = what() if callable(what) else what
@@ -153,6 +357,9 @@ class Plugin:
 
     # -- hooks a plugin implements ------------------------------------------
     def _devices_impl(self): raise NotImplementedError
+    def _identity_impl(self, dev) -> str: return self.target
+    def _compiler_key(self, dev, unit) -> str: return ""
+    def _compile_impl(self, dev, unit) -> bytes: raise NotImplementedError
     def _init_impl(self, dev): pass
     def _fini_impl(self, dev): pass
     def _load_image_impl(self, dev, image) -> LoadedImage: raise NotImplementedError
@@ -162,7 +369,12 @@ class Plugin:
     def _host2dev_impl(self, dev, dst, src, size): raise NotImplementedError
     def _dev2host_impl(self, dev, dst, src, size): raise NotImplementedError
     def _dev2dev_impl(self, dev, dst, src, size): raise NotImplementedError
-    def _run_impl(self, dev, fn, args, launch): raise NotImplementedError
+    def _synchronize_impl(self, dev): pass
+
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        """Launch every entry of ``info`` in order; return an event (or `DONE` after
+        running to completion)."""
+        raise NotImplementedError
 
 
 def _check_size(size):

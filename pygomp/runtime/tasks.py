@@ -1,13 +1,28 @@
 """Deferred target tasks: ``nowait`` and ``depend``.
 
-A task runs a whole construct (map, run, unmap) on a worker thread.  Its dependences
-are OpenMP's ``depend(in|out|inout: x)`` on host objects, keyed by their address: a task
-that writes x waits for every earlier task that reads or writes x, one that reads x
-waits for the earlier writer.  Tasks start in submission order and wait only for
-earlier ones, so a pool of any size cannot deadlock.
+Dependences are OpenMP's ``depend(in|out|inout: x)`` on host objects, keyed by their
+address: a task that writes x comes after every earlier task that reads or writes x, one
+that reads x after the earlier writer.  Tasks wait only for earlier ones, so nothing can
+deadlock.
+
+A task runs in one of two ways:
+
+- on a device with a queue (``plugin.asynchronous``), `submit_queued` maps and starts
+  the kernel at once in the caller's thread, after its predecessors' events; the
+  unmapping (copies back, releases) happens when the task is waited for.  A predecessor
+  can be waited for this way only if it runs on the same device and mapped nothing new
+  (its data was present), so that ending it later changes nothing on the host;
+- otherwise (`submit`, or a predecessor of another kind) a worker thread waits for the
+  predecessors and runs the whole construct.
+
+A task whose predecessor failed does not run: its `wait()` raises the predecessor's
+error.  `taskwait` waits for every task and raises the first failure, noting how many
+tasks failed; failures never waited for are reported at exit.
 """
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,14 +36,51 @@ _pending = []     # every task not yet seen done
 class Task:
     """A deferred construct; `wait()` returns its result or raises its error."""
 
-    def __init__(self, future):
-        self._future = future
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._future = None          # a worker thread's task
+        self._event = None           # a queued task: its event, the step that ends it,
+        self._finish = None
+        self.device = None           # its device and whether it mapped nothing new
+        self.light = False
+        self._outcome = None         # (True, value) or (False, exception)
 
     def wait(self, timeout=None):
-        return self._future.result(timeout)
+        if self._future is not None:
+            return self._future.result(timeout)
+        with self._lock:
+            if self._outcome is None:
+                self._outcome = self._end()
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return value
+
+    def _end(self):
+        """Wait for a queued task's event, then end its construct."""
+        try:
+            self._event.wait()
+        except BaseException as e:
+            try:
+                self._finish(False)
+            except BaseException:
+                pass
+            return False, e
+        try:
+            return True, self._finish(True)
+        except BaseException as e:
+            return False, e
 
     def done(self) -> bool:
-        return self._future.done()
+        if self._future is not None:
+            return self._future.done()
+        return self._outcome is not None
+
+    def failed(self):
+        """The exception of a task that ended in failure, else None (does not wait)."""
+        if self._future is not None:
+            return self._future.exception() if self._future.done() else None
+        return self._outcome[1] if self._outcome and not self._outcome[0] else None
 
 
 def _key(x) -> int:
@@ -36,9 +88,8 @@ def _key(x) -> int:
     return iface["data"][0] if iface is not None else int(x)
 
 
-def submit(fn, *args, depend=None) -> Task:
-    """Run ``fn(*args)`` as a task; ``depend`` maps "in", "out" or "inout" to objects."""
-    global _pool
+def _order(task, depend):
+    """Record ``task``'s dependences; returns its predecessors (under _lock)."""
     depend = depend or {}
     unknown = set(depend) - {"in", "out", "inout"}
     if unknown:
@@ -46,42 +97,104 @@ def submit(fn, *args, depend=None) -> Task:
                          f"use 'in', 'out' or 'inout'")
     reads = [_key(x) for x in depend.get("in", ())]
     writes = [_key(x) for x in (*depend.get("out", ()), *depend.get("inout", ()))]
+    before = []
+    for k in reads:
+        if k in _writer:
+            before.append(_writer[k])
+    for k in writes:
+        before += _readers.pop(k, [])
+        if k in _writer:
+            before.append(_writer[k])
+    for k in reads:
+        _readers.setdefault(k, []).append(task)
+    for k in writes:
+        _writer[k] = task
+    _pending[:] = [t for t in _pending if not t.done()] + [task]
+    global _registered
+    if not _registered:         # after the devices' own exit handler: runs before it
+        atexit.register(_at_exit)
+        _registered = True
+    return before
+
+
+def submit(fn, *args, depend=None) -> Task:
+    """Run ``fn(*args)`` on a worker thread after its predecessors."""
+    task = Task()
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pygomp-task")
-        before = []
-        for k in reads:
-            if k in _writer:
-                before.append(_writer[k])
-        for k in writes:
-            before += _readers.pop(k, [])
-            if k in _writer:
-                before.append(_writer[k])
-        task = Task(None)
+        _thread(task, _order(task, depend), fn, args)
+    return task
 
-        def body():
-            for t in before:
-                try:
-                    t.wait()
-                except Exception:       # a failed predecessor still orders this task
-                    pass
-            return fn(*args)
 
-        task._future = _pool.submit(body)
-        _pending[:] = [t for t in _pending if not t.done()] + [task]
-        for k in reads:
-            _readers.setdefault(k, []).append(task)
-        for k in writes:
-            _writer[k] = task
+def _thread(task, before, fn, args):
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pygomp-task")
+
+    def body():
+        for t in before:
+            t.wait()            # a failed predecessor: this task fails with its error
+        return fn(*args)
+
+    task._future = _pool.submit(body)
+
+
+def submit_queued(device, start, run, depend=None) -> Task:
+    """A task on a device with a queue.  ``start(wait_for)`` maps and starts the kernel
+    after the events ``wait_for`` and returns ``(event, finish, light)``: ``finish(ok)``
+    ends the construct (copying back if ok) and gives the result, ``light`` says that
+    nothing was newly mapped.  ``run()`` does the whole construct, for the thread path."""
+    task = Task()
+    task.device = device
+    with _lock:
+        before = _order(task, depend)
+        waiting = [t for t in before if not t.done()]
+        if any(t._future is not None or t.device is not device or not t.light
+               for t in waiting):
+            _thread(task, before, run, ())
+            return task
+        for t in before:
+            if t.failed() is not None:
+                task._outcome = (False, t.failed())
+                return task
+        try:
+            task._event, task._finish, task.light = start([t._event for t in waiting])
+        except BaseException as e:
+            task._outcome = (False, e)
     return task
 
 
 def taskwait() -> None:
-    """Wait for every task submitted so far."""
+    """Wait for every task submitted so far; raise the first failure, if any."""
     with _lock:
         pending = list(_pending)
-    for t in pending:
+        _pending.clear()
+    errors = _wait_all(pending)
+    if errors:
+        first = errors[0]
+        first.add_note(f"pygomp: {len(errors)} of {len(pending)} deferred tasks failed; "
+                       f"this is the first failure")
+        raise first
+
+
+def _wait_all(tasks):
+    errors = []
+    for t in tasks:
         try:
             t.wait()
-        except Exception:
-            pass
+        except Exception as e:
+            errors.append(e)
+    return errors
+
+
+_registered = False
+
+
+def _at_exit():
+    """Finish tasks nobody waited for, and say if some failed."""
+    with _lock:
+        pending = list(_pending)
+        _pending.clear()
+    errors = _wait_all(pending)
+    if errors:
+        print(f"pygomp: {len(errors)} deferred task(s) never waited for failed; the first: "
+              f"{type(errors[0]).__name__}: {errors[0]}", file=sys.stderr)

@@ -8,11 +8,10 @@ for an array); a parameter with neither is taken as a float64 array of the rank 
 from __future__ import annotations
 
 import argparse
-import importlib
 import runpy
 import sys
 
-from . import types as T
+from .compiler import types as T
 
 
 def parse_type(text: str):
@@ -66,15 +65,17 @@ def guess_ndim(fn, name: str) -> int:
 
 
 def dialect(target: str):
+    """The dialect of the installed plugin (entry point) whose target this is."""
+    from .kernels import dialect_for
     try:
-        return importlib.import_module(f"pygomp_plugins.{target}.target").HOOKS
-    except ImportError as e:
+        return dialect_for(target)
+    except (ValueError, NotImplementedError) as e:
         raise SystemExit(f"no compiler dialect for target {target!r}: {e}") from None
 
 
 def main(argv=None) -> int:
-    from pygomp.kernels import Kernel
-    from .frontend import CompileError
+    from .errors import CompileError
+    from .kernels import Kernel
     p = argparse.ArgumentParser(prog="python -m pygomp compile",
                                 description="print the generated source of the kernels in FILE")
     p.add_argument("file")

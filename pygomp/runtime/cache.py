@@ -1,9 +1,8 @@
-"""The on-disk cache of built kernels, safe for several processes at once.
+"""The on-disk cache of compiled images, safe for several processes at once.
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
-file an entry, named by the SHA-256 of its key parts (generated source, which encodes
-the IR and the signature; the target; the compiler and device identity; the pygomp
-version).  An entry is written to a temporary file and renamed into place (atomic), and
+file an entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
+the source, the device and compiler identities; `key` adds the pygomp version).  An entry is written to a temporary file and renamed into place (atomic), and
 carries a checksum trailer: a truncated or corrupt entry is rebuilt, not trusted.
 """
 from __future__ import annotations
@@ -13,10 +12,16 @@ import hashlib
 import os
 import tempfile
 
-from ..runtime import env
+from . import env
 
 MAGIC = b"PYGOMP-CACHE-1:"
 stats = {"hits": 0, "builds": 0}
+_by_target = {}
+
+
+def target_stats(target: str) -> dict:
+    """Builds and cache hits of one target's `Plugin.compile` in this process."""
+    return _by_target.setdefault(target, {"builds": 0, "cache_hits": 0})
 
 
 def directory() -> str:
