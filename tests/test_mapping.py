@@ -286,6 +286,14 @@ def test_count_incremented_once_per_construct(dev, plugin):
     assert user_entries(dev) == []
 
 
+def test_every_kind_has_a_name():
+    consts = {n: v for n, v in vars(kinds).items() if n.isupper() and isinstance(v, int)
+              and not n.startswith(("FLAG_", "TARGET_")) and n != "IMPLICIT"}
+    for n, v in consts.items():
+        assert kinds.name(v) in consts and kinds.name(v | kinds.IMPLICIT).endswith(",implicit")
+    assert kinds.name(16) == "USE_DEVICE_PTR_IF_PRESENT"
+
+
 # -- views, ranges, implicit partial presence --------------------------------------
 
 def test_view_found_in_parent_entry(dev, plugin):

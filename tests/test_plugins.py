@@ -40,6 +40,16 @@ PLUGIN = textwrap.dedent("""
             buf, off = self._find(src)
             ctypes.memmove(dst, bytes(buf[off:off + size]), size)
 
+        def target_hooks(self):
+            from pygomp_plugins.host.target import HostDialect
+
+            class BytesDialect(HostDialect):
+                target = "bytes"
+
+                def preamble(self, fn):
+                    return "/* the bytes dialect */\\n" + super().preamble(fn)
+            return BytesDialect()
+
     class OldPlugin(BytesPlugin):
         name, api_version = "old", 0
 """)
@@ -97,3 +107,27 @@ def test_a_plugin_of_another_api_version_is_refused(site):
     assert p.returncode != 0
     assert ("PYGOMP_DEVICES: plugin 'old' cannot be loaded: it implements plugin API "
             "version 0, pygomp needs version 1") in p.stderr
+
+
+KERNEL = textwrap.dedent("""
+    import pygomp as omp
+
+    @omp.target
+    def scale(x, a: float):
+        for i in omp.parallel_range(x.shape[0]):
+            x[i] *= a
+""")
+
+
+def test_compile_finds_a_third_party_dialect(site):
+    (site / "kernel_file.py").write_text(KERNEL)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    p = subprocess.run([sys.executable, "-m", "pygomp", "compile", str(site / "kernel_file.py"),
+                        "--target", "bytes"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "/* the bytes dialect */" in p.stdout and "void scale__" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "pygomp", "compile", str(site / "kernel_file.py"),
+                        "--target", "nowhere"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0 and "no plugin provides the target 'nowhere'" in p.stderr

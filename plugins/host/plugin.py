@@ -64,12 +64,16 @@ class _Kernel:
         self.scratch_size = self.private_size = 0
 
     def grow(self, which, size):
-        """The kernel's scratch (zeroed when made or grown) of at least size bytes."""
+        """The kernel's scratch of at least size bytes: zero when made, its contents
+        kept when it grows."""
         buf, have = getattr(self, which), getattr(self, which + "_size")
         if have < size:
-            buf = _ffi.gc(_libc.calloc(max(size, 1), 1), _libc.free)
-            if buf == _ffi.NULL:
+            new = _ffi.gc(_libc.calloc(max(size, 1), 1), _libc.free)
+            if new == _ffi.NULL:
                 raise MemoryError(f"no host memory for {size} bytes of scratch")
+            if have:
+                _libc.memcpy(new, buf, have)
+            buf = new
             setattr(self, which, buf)
             setattr(self, which + "_size", size)
         return int(_ffi.cast("intptr_t", buf))

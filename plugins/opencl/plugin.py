@@ -355,11 +355,15 @@ class OpenCLPlugin(Plugin):
         return event
 
     def _scratch(self, d, k, which, size):
-        """The kernel's global scratch or private buffer, zero-filled when (re)made."""
-        if getattr(k, which + "_size") < size:
-            size = max(size, 2 * getattr(k, which + "_size"))
+        """The kernel's global scratch or private buffer: zero when made, its contents
+        kept when it grows (the queue orders the copy before later launches)."""
+        have = getattr(k, which + "_size")
+        if have < size:
+            size = max(size, 2 * have)
             buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, size)
             cl.enqueue_fill_buffer(d.queue, buf, _numpy().uint8(0), 0, size)
+            if have:
+                cl.enqueue_copy(d.queue, buf, getattr(k, which), byte_count=have)
             setattr(k, which, buf)
             setattr(k, which + "_size", size)
         return getattr(k, which)

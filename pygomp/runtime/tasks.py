@@ -30,7 +30,7 @@ _lock = threading.Lock()
 _pool = None
 _writer = {}      # address -> the last task that writes it
 _readers = {}     # address -> tasks reading it since that writer
-_pending = []     # every task not yet seen done
+_pending = []     # every task not done, or failed, since the last taskwait
 
 
 class Task:
@@ -109,7 +109,7 @@ def _order(task, depend):
         _readers.setdefault(k, []).append(task)
     for k in writes:
         _writer[k] = task
-    _pending[:] = [t for t in _pending if not t.done()] + [task]
+    _pending[:] = [t for t in _pending if not t.done() or t.failed()] + [task]
     global _registered
     if not _registered:         # after the devices' own exit handler: runs before it
         atexit.register(_at_exit)

@@ -1,0 +1,184 @@
+"""The kernel contract between dialects, plugins and the runtime, with hand-written
+images: multi-entry kernels with global and private scratch, events, compiling per
+device identity."""
+import numpy as np
+import pytest
+
+import pygomp.kernels as omp
+from pygomp import CompileError, PluginError
+from pygomp.runtime import cache, devices, images, kinds, mapping
+from pygomp.runtime.images import HostSymbol, OffloadImage
+from pygomp.runtime.mapping import Item
+from pygomp.runtime.plugin import DONE, KernelInfo, Source
+
+from runtime_helpers import (CountingHostPlugin, addr, dev, fresh_device,  # noqa: F401
+                             installed_devices, plugin, registered, settings)
+
+# One kernel in three launches: the mean of x (one work-item), x - mean into y (every
+# work-item, through a private array of n doubles each), the number of runs so far.
+# Words: x, n, y, out; then the global scratch (double sum, long runs, long width) and
+# the private scratch.
+HOST_SOURCE = r"""
+#include <stdint.h>
+void mean(uint64_t *args, const int64_t *launch)
+{
+    double *x = (double *) args[0], *s = (double *) args[4];
+    int64_t n = (int64_t) args[1];
+    s[0] = 0;
+    for (int64_t i = 0; i < n; i++) s[0] += x[i];
+    ((int64_t *) s)[1] += 1;
+    ((int64_t *) s)[2] = 1;
+}
+void center(uint64_t *args, const int64_t *launch)
+{
+    double *x = (double *) args[0], *y = (double *) args[2], *s = (double *) args[4];
+    double *mine = (double *) args[5];
+    int64_t n = (int64_t) args[1];
+    for (int64_t i = 0; i < n; i++) mine[i] = x[i] - s[0] / n;
+    for (int64_t i = 0; i < n; i++) y[i] = mine[i];
+}
+void report(uint64_t *args, const int64_t *launch)
+{
+    int64_t *out = (int64_t *) args[3], *s = (int64_t *) args[4];
+    out[0] = s[1];
+    out[1] = s[2];
+}
+"""
+
+OPENCL_SOURCE = r"""
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define PARAMS __global double *x, ulong xo, long n, __global double *y, ulong yo, \
+               __global long *out, ulong oo, __global ulong *scratch, __global ulong *priv
+#define ARGS x = (__global double *)((__global char *)x + xo); \
+             y = (__global double *)((__global char *)y + yo); \
+             out = (__global long *)((__global char *)out + oo); \
+             __global double *s = (__global double *) scratch
+#define ID (get_global_id(0) + get_global_id(1) * get_global_size(0))
+#define WIDTH (get_global_size(0) * get_global_size(1))
+__kernel void mean(PARAMS)
+{
+    ARGS;
+    s[0] = 0;
+    for (long i = 0; i < n; i++) s[0] += x[i];
+    scratch[1] += 1;
+    scratch[2] = WIDTH;
+}
+__kernel void center(PARAMS)
+{
+    ARGS;
+    __global double *mine = (__global double *) priv + ID * n;
+    for (long i = ID; i < n; i += WIDTH) mine[i] = x[i] - s[0] / n;
+    for (long i = ID; i < n; i += WIDTH) y[i] = mine[i];
+}
+__kernel void report(PARAMS)
+{
+    ARGS;
+    out[0] = scratch[1];
+    out[1] = scratch[2];
+}
+"""
+
+CENTER = KernelInfo("center3", ("mean", "center", "report"), ("p", "i64", "p", "p"),
+                    levels=("", "gwv", ""), scratch_bytes=16, gang_bytes=8,
+                    private_bytes=8, private_words=(1,))
+
+
+def _devices_of(name):
+    return [d for d in devices.all_devices() if not d.is_initial and d.plugin.name == name]
+
+
+@pytest.fixture(params=["host", "opencl"])
+def center_table(request):
+    """The three-entry kernel on a device of each plugin, registered."""
+    found = _devices_of(request.param)
+    if not found:
+        pytest.skip(f"no {request.param} device")
+    d = found[0]
+    source = HOST_SOURCE if request.param == "host" else OPENCL_SOURCE
+    image = d.plugin.compile(d.local, Source(source, (CENTER,)))
+    sym = HostSymbol("center3")
+    with registered(OffloadImage([sym.address], [], (image,), "center3", [sym])):
+        yield d, sym.address
+
+
+def test_entries_run_in_order_with_persistent_scratch(center_table):
+    d, fn = center_table
+    x = np.random.default_rng(5).random(1000)
+    for run in (1, 2, 3):
+        y, out = np.zeros(1000), np.zeros(2, np.int64)
+        mapping.target(d, fn, [Item(addr(x), x.nbytes, kinds.TO, x),
+                               Item(x.shape[0], 0, kinds.FIRSTPRIVATE_INT),
+                               Item(addr(y), y.nbytes, kinds.FROM, y),
+                               Item(addr(out), out.nbytes, kinds.FROM, out)],
+                       launch=(4, 2, 8) if run == 3 else (0, 0, 0))
+        np.testing.assert_allclose(y, x - x.mean(), atol=1e-12)
+        assert out.tolist() == [run, 1]     # runs counted in the scratch; "" is one item
+
+
+def test_word_count_is_checked(center_table):
+    d, fn = center_table
+    dev_fn = mapping.function_address(d, fn)
+    with pytest.raises(PluginError, match="kernel center3 takes 4 argument words, got 3"):
+        d.plugin.run(d.local, dev_fn, [0, 0, 0])
+
+
+def test_run_async_events_and_synchronize(center_table):
+    d, fn = center_table
+    x = np.arange(64.0)
+    y, out = np.zeros(64), np.zeros(2, np.int64)
+    event, region = mapping.start(d, fn, [Item(addr(x), x.nbytes, kinds.TO, x),
+                                          Item(64, 0, kinds.FIRSTPRIVATE_INT),
+                                          Item(addr(y), y.nbytes, kinds.FROM, y),
+                                          Item(addr(out), out.nbytes, kinds.FROM, out)])
+    if not d.plugin.asynchronous:
+        assert event is DONE                # no queue: finished on return
+    d.plugin.synchronize(d.local)
+    event.wait()
+    mapping.end(region)
+    np.testing.assert_allclose(y, x - x.mean())
+
+
+def test_missing_capability_is_a_compile_error(dev):
+    unit = Source("void k(void) {}", (KernelInfo("k", requires=("subgroups",)),))
+    with pytest.raises(CompileError, match=r"^kernel k uses subgroups; host device 0 "
+                                           r"\(host\) cannot run it$"):
+        dev.plugin.compile(dev.local, unit)
+
+
+class ElsewherePlugin(CountingHostPlugin):
+    """The host plugin, claiming another device identity."""
+
+    def _identity_impl(self, dev):
+        return "host:elsewhere"
+
+
+@omp.target
+def add_one(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] += 1.0
+
+
+def test_images_are_compiled_per_device_identity():
+    other = fresh_device(0, ElsewherePlugin())
+    initial = fresh_device(1, is_initial=True)
+    stats = cache.target_stats("host")
+    with installed_devices([other, initial], settings()):
+        builds = stats["builds"]
+        x = np.zeros(10)
+        add_one.on(0)(x)
+        add_one.on(1)(x)
+        assert (x == 2).all()
+        spec = add_one.spec((x,))
+        assert set(spec.tables) == {"host:elsewhere", initial.identity}
+        assert initial.identity.startswith("host:") and initial.identity != "host:elsewhere"
+        for d in (other, initial):
+            table = spec.tables[d.identity]
+            assert id(table) in d.loaded and d.loaded[id(table)][1].identity == d.identity
+            assert id(spec.tables[({other.identity, initial.identity} - {d.identity}).pop()]) \
+                not in d.loaded
+        assert stats["builds"] >= builds + 1      # the second identity was compiled anew
+        for d in (other, initial):
+            d.finalize()
+        for table in spec.tables.values():
+            images.unregister(table)
+        spec.tables.clear()

@@ -1,0 +1,94 @@
+"""The layers import only downwards (docs/architecture.md): the runtime imports neither
+the compiler nor a plugin (plugins are found through entry points), the compiler imports
+no face, and running compiled images does not import the compiler."""
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FACES = {"pygomp.kernels", "pygomp.api", "pygomp.constructs", "pygomp.cli", "pygomp.acc",
+         "pygomp.upc", "pygomp.abi", "pygomp.shim", "pygomp.demo", "pygomp.__main__"}
+
+
+def imports(path: pathlib.Path, package: str):
+    """Every module a file imports, anywhere in it, with relative imports resolved."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[:len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def layer(folder, package):
+    return {p.name: imports(p, package) for p in sorted((ROOT / folder).glob("*.py"))}
+
+
+def _below(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_runtime_imports_no_compiler_plugin_or_face():
+    bad = {"pygomp.compiler", "pygomp_plugins", "pyopencl", "cupy", "mpi4py"} | FACES
+    found = {f: sorted(m for m in mods if _below(m, bad))
+             for f, mods in layer("pygomp/runtime", "pygomp.runtime").items()}
+    assert {f: m for f, m in found.items() if m} == {}
+
+
+def test_compiler_imports_no_face_and_no_plugin():
+    bad = FACES | {"pygomp_plugins", "pyopencl", "cupy"}
+    found = {f: sorted(m for m in mods if _below(m, bad))
+             for f, mods in layer("pygomp/compiler", "pygomp.compiler").items()}
+    assert {f: m for f, m in found.items() if m} == {}
+
+
+def test_errors_import_nothing_of_pygomp():
+    assert not [m for m in imports(ROOT / "pygomp" / "errors.py", "pygomp")
+                if m.startswith("pygomp")]
+
+
+def test_plugins_runtime_halves_do_not_import_the_compiler():
+    for p in sorted((ROOT / "plugins").glob("*/*.py")):
+        if p.name in ("target.py", "loops.py"):     # dialects build on the compiler
+            continue
+        mods = imports(p, f"pygomp_plugins.{p.parent.name}")
+        assert not [m for m in mods if _below(m, {"pygomp.compiler"} | FACES)], p
+
+
+RUN_IMAGE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from pygomp.runtime import devices, images, kinds, mapping
+    from pygomp.runtime.images import HostSymbol, OffloadImage
+    from pygomp.runtime.plugin import KernelInfo, Source
+    src = '''#include <stdint.h>
+    void twice(uint64_t *args, const int64_t *launch)
+    { double *a = (double *) args[0]; for (int i = 0; i < 8; i++) a[i] *= 2; }'''
+    dev = devices.resolve(0)
+    image = dev.plugin.compile(dev.local, Source(src, (KernelInfo("twice", args=("p",)),)))
+    sym = HostSymbol("twice")
+    images.register(OffloadImage([sym.address], [], (image,), "twice", [sym]))
+    a = np.arange(8.0)
+    mapping.target(dev, sym.address, [mapping.Item(a.ctypes.data, a.nbytes, kinds.TOFROM, a)])
+    assert (a == 2 * np.arange(8.0)).all()
+    print(sorted(m for m in sys.modules if m.startswith(("pygomp.compiler", "pygomp.kernels"))))
+""")
+
+
+def test_running_images_does_not_import_the_compiler(tmp_path):
+    env = dict(os.environ, PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, "-c", RUN_IMAGE], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "[]"
