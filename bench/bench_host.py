@@ -275,10 +275,10 @@ def dispatch(dev):
     k = tiny.on(dev.number)
     k(y)
     spec = tiny.spec((y,))
-    image = spec.tables["host"].images["host"]
+    image = spec.tables[dev.identity].images[0]
     ffi = cffi.FFI()
     ffi.cdef(f"void {spec.units['host'].entry}(void **, const int64_t *);")
-    lib = ffi.dlopen(image.path)
+    lib = ffi.dlopen(dev.plugin.image_path(image))
     fn = getattr(lib, spec.units["host"].entry)
     words = ffi.new("void *[]", [ffi.cast("void *", y.ctypes.data), ffi.cast("void *", 16)])
     launch = ffi.new("int64_t[3]")
@@ -306,7 +306,7 @@ import sys, time
 t0 = time.perf_counter()
 import numpy as np
 import pygomp.kernels as omp
-from pygomp.compiler import cache
+from pygomp.runtime import cache
 t1 = time.perf_counter()
 
 @omp.target

@@ -148,13 +148,14 @@ def main():
         t(small)
         fn = mapping.function_address(dev, touch.spec((small,)).symbol.address)
         kern = dev.plugin._kernels[fn]
-        addr = dev.map.find(small.ctypes.data, small.ctypes.data + small.nbytes).dev_start
+        addr = mapping.device_address(dev, small.ctypes.data)
         launch = (0, 0, 0)
-        local = dev.plugin.local_size(dev.local, kern, launch)
-        gangs = dev.plugin.default_gangs(dev.local) if "g" in kern.levels else 1
+        levels = kern.info.levels[0]
+        local = dev.plugin.local_size(dev.local, kern, launch, levels)
+        gangs = dev.plugin.default_gangs(dev.local) if "g" in levels else 1
         # raw: the same kernel, arguments set once, one enqueue and wait a call
-        dev.plugin._enqueue(dev.local, fn, [addr, small.size], launch, None).wait()
-        raw_k = kern.kernel
+        dev.plugin.run(dev.local, fn, [addr, small.size], launch)
+        raw_k = kern.entries[0]
         gsize = (local[0], local[1] * gangs)
 
         def raw():

@@ -1,6 +1,8 @@
-"""``python -m pygomp compile FILE.py --target {host,opencl,cuda} [--signature ...]``
+"""``python -m pygomp compile FILE.py --target TARGET [--signature ...]``
 
-Prints the generated source of every ``@target`` kernel defined in FILE.  Parameter types
+Prints the generated source of every ``@target`` kernel defined in FILE, in the dialect
+of the installed plugin whose target is TARGET (host, opencl, cuda, or a third party's:
+plugins are found through the entry-point group ``pygomp.plugins``).  Parameter types
 come from annotations, then from ``--signature NAME=T1,T2,...`` (one a kernel, may repeat;
 a type is ``float32``, ``int64``, ... for a scalar and ``float32[:]``, ``float64[:,:]``
 for an array); a parameter with neither is taken as a float64 array of the rank it is indexed with.
@@ -79,7 +81,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pygomp compile",
                                 description="print the generated source of the kernels in FILE")
     p.add_argument("file")
-    p.add_argument("--target", default="host", help="host, opencl or cuda (default host)")
+    p.add_argument("--target", default="host",
+                   help="the target of an installed plugin: host, opencl, cuda, ... "
+                        "(default host)")
     p.add_argument("--signature", action="append", metavar="NAME=T1,T2,...",
                    help="argument types of kernel NAME, e.g. saxpy=float64,float32[:],float32[:]")
     p.add_argument("--kernel", action="append", help="only these kernels")

@@ -53,8 +53,6 @@ def _preamble(fn):
 
 class CudaDialect(Dialect):
     target = "cuda"
-    language = "cuda"
-    suffix = ".cu"
 
     def preamble(self, fn):
         return _preamble(fn)

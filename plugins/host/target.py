@@ -44,8 +44,6 @@ _PREAMBLE = _preamble()
 
 class HostDialect(Dialect):
     target = "host"
-    language = "c"
-    suffix = ".c"
 
     def preamble(self, fn):
         return _PREAMBLE

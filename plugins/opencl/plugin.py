@@ -64,7 +64,7 @@ _READ, _WRITE = 0x100, 0x200
 class _Kernel:
     """A kernel's cl.Kernel objects (one an entry), its argument decoding and scratch."""
     __slots__ = ("entries", "info", "masks", "max_local", "lock", "scratch",
-                 "scratch_size", "private", "private_size", "single", "last_args")
+                 "scratch_size", "private", "private_size", "single", "last_args", "plans")
 
     def __init__(self, program, info, cldev):
         np = _numpy()
@@ -77,6 +77,7 @@ class _Kernel:
         self.scratch_size = self.private_size = 0
         self.single = False
         self.last_args = None
+        self.plans = {}          # launch -> (gangs, [(cl.Kernel, global, local, tree)])
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -224,6 +225,14 @@ class OpenCLPlugin(Plugin):
             raise PluginError(f"opencl device {dev} ({self.devices()[dev].name}): image "
                               f"{image.name or '?'} needs {', '.join(sorted(missing))}, "
                               f"which the device does not have")
+        local = self.devices()[dev].properties["local_memory"]
+        for k in image.kernels:
+            if k.cooperative:
+                raise PluginError(f"kernel {k.name} needs all its gangs resident at once, "
+                                  f"which OpenCL does not promise")
+            if k.team_bytes > local:
+                raise PluginError(f"kernel {k.name} needs {k.team_bytes} bytes of local "
+                                  f"memory a work-group; device {dev} has {local}")
         key = _digest(image.code)
         prg = d.programs.get(key)
         if prg is None:
@@ -239,7 +248,7 @@ class OpenCLPlugin(Plugin):
             kern.single = single
             fns.append(addr)
         vars_ = []
-        for vname, size in image.variables:
+        for _, size in image.variables:
             addr = self._alloc_impl(dev, size)
             cl.enqueue_fill_buffer(d.queue, self._space.resolve(addr)[0],
                                    _numpy().uint8(0), 0, max(size, 1)).wait()
@@ -313,8 +322,10 @@ class OpenCLPlugin(Plugin):
         """Enqueue every entry of the kernel; returns the last one's event."""
         k = self._kernels[fn]
         d = self._device(dev)
-        gangs = launch[0] or (self.default_gangs(dev) if any("g" in lv for lv in info.levels)
-                              else 1)
+        plan = k.plans.get(launch)
+        if plan is None:
+            plan = k.plans[tuple(launch)] = self._plan(dev, k, launch)
+        gangs, steps = plan
         with k.lock:
             vals = []
             for w, m in zip(args, k.masks):
@@ -329,30 +340,40 @@ class OpenCLPlugin(Plugin):
                     vals += (None, 0)
             if info.has_scratch:
                 vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
-            waits = []
+            waits = None
             for e in wait_for:          # events of other plugins are waited for here
                 if isinstance(e, cl.Event):
-                    waits.append(e)
+                    waits = (waits or []) + [e]
                 else:
                     e.wait()
             event = None
-            for entry, levels in zip(k.entries, info.levels):
-                local = self.local_size(dev, k, launch, levels)
-                n_gangs = (gangs if "g" in levels else launch[0] or 1) if levels else 1
+            for entry, gsize, local, tree in steps:
                 mine = vals
                 if info.private_bytes:
                     per = -(-info.private_size(args) // 8) * 8
-                    mine = mine + [self._scratch(d, k, "private",
-                                                 per * local[0] * local[1] * n_gangs)]
-                if info.tree_bytes:
-                    mine = mine + [cl.LocalMemory(max(info.tree_bytes * local[0] * local[1], 8))]
-                if len(k.entries) > 1 or mine != k.last_args:   # same words: keep them set
+                    mine = mine + [self._scratch(d, k, "private", per * gsize[0] * gsize[1])]
+                if tree is not None:
+                    mine = mine + [tree]
+                if len(steps) > 1 or mine != k.last_args:   # same words: keep them set
                     entry.set_args(*mine)
                     k.last_args = mine
-                event = cl.enqueue_nd_range_kernel(d.queue, entry, (local[0], local[1] * n_gangs),
-                                                   local, wait_for=waits or None)
-                waits = []
+                event = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local, wait_for=waits)
+                waits = None
         return event
+
+    def _plan(self, dev, k, launch):
+        """The gangs of a launch, and per entry its sizes and team-local tree memory."""
+        info = k.info
+        gangs = launch[0] or (self.default_gangs(dev) if any("g" in lv for lv in info.levels)
+                              else 1)
+        steps = []
+        for entry, levels in zip(k.entries, info.levels):
+            local = self.local_size(dev, k, launch, levels)
+            n = (gangs if "g" in levels else launch[0] or 1) if levels else 1
+            tree = (cl.LocalMemory(max(info.tree_bytes * local[0] * local[1], 8))
+                    if info.tree_bytes else None)
+            steps.append((entry, (local[0], local[1] * n), local, tree))
+        return gangs, steps
 
     def _scratch(self, d, k, which, size):
         """The kernel's global scratch or private buffer: zero when made, its contents

@@ -93,8 +93,6 @@ def _atomic_types(fn):
 
 class OpenCLDialect(LoopLowering, Dialect):
     target = "opencl"
-    language = "opencl"
-    suffix = ".cl"
     float32_suffix = ""         # OpenCL C overloads its math functions
 
     # -- text pieces ---------------------------------------------------------------

@@ -1,19 +1,18 @@
 """The kernel compiler: Python AST -> typed IR -> C-family source for a target dialect.
 
-    frontend.py    ast -> IR through a whitelist visitor; `CompileError`; the C semantics
+    frontend.py    ast -> IR through a whitelist visitor (errors: `pygomp.errors`); the C semantics
     statements.py  the visitor's statements;  loops.py  its for loops and clauses
     expressions.py its expressions;  calls.py  its calls (math, min/max/abs, helpers)
     types.py       scalar and array types (arrays carry their address space)
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
     emit.py        the one emitter, and `Dialect`: the hooks a target implements
-    cache.py       the on-disk cache (PYGOMP_CACHE_DIR)
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
-    cli.py         python -m pygomp compile FILE.py --target ...
 
 A plugin's ``target_hooks()`` returns a `emit.Dialect` instance: the host one is
 ``pygomp_plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
-``pygomp_plugins.opencl.target``, CUDA C (PTX only) in ``pygomp_plugins.cuda.target``.
+``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target``.  The
+compiler writes source text only: the plugin compiles it for a device.
 Address spaces (SYCL 2020: global, local, private) are part of `types.Array`; a helper
 is specialized once a signature of argument types, so a helper called with a global and
 with a local array is emitted twice, each with its own pointer types.

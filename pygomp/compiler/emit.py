@@ -33,9 +33,7 @@ class Dialect:
     Naming: ``em`` is the `Emitter` (``em.line(text)``, ``em.expr(e)``, ``em.stmts(list)``,
     ``em.indent()``, ``em.uid()``, ``em.state`` a dict for the dialect's own bookkeeping).
     """
-    target = "?"            # the image kind (a key of OffloadImage.images)
-    language = "c"          # for `python -m pygomp compile`
-    suffix = ".c"
+    target = "?"            # the target of the plugin that compiles it (Image.target)
 
     # -- text pieces -------------------------------------------------------------
     def preamble(self, fn: ir.Function) -> str:
