@@ -13,14 +13,16 @@
 
 A kernel is compiled once a signature (the dtypes and ranks of its array arguments and
 the types of its scalars; a scalar annotation fixes its type) into source text once a
-target (host, opencl, ...), and the device's plugin builds that for each device identity
-when a device of it first runs the kernel; builds are cached on disk.  A call maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
-"always"/"present" modifiers) as explicit maps, since a kernel may use every element: an
-array that extends a mapped section is a `MappingError` naming both ranges and the
-argument.  It passes scalars firstprivate and the array
-extents as extra words, and goes through the runtime's ``mapping.target``: data already
-present on the device (``target_data``) is not copied.  A kernel that returns a scalar
-returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
+target (host, opencl, ...), and the device's plugin builds that once a device identity,
+when such a device first runs the kernel; builds are cached on disk.  A call maps its
+arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with "always"/"present"
+modifiers) as explicit maps, since a kernel may use every element: an array that extends
+a mapped section is a `MappingError` naming both ranges and the argument.  It passes
+scalars firstprivate and the array extents as extra words, and goes through the
+runtime's ``mapping.target``: data already present on the device (``target_data``) is
+not copied.  ``nowait``/``depend`` calls are tasks (`pygomp.runtime.tasks`): on a device
+with a queue they are started at once and ordered by its events.  A kernel that
+returns a scalar returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
 ``vector_length`` on the decorator (0: the device's choice).  ``kernel.py_func`` is the
 plain Python function (it runs sequentially, for debugging).  Arrays must be
 C-contiguous.  The kernel language is described in `pygomp.compiler.frontend` and

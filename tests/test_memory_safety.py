@@ -10,18 +10,13 @@ KERNELS = textwrap.dedent("""
     import sys
     import numpy as np
     import pygomp.kernels as omp
+    sys.path.insert(0, {root!r})
+    from examples.dot import dot
 
     @omp.target
     def axpbyc(a: float, x, b: np.int32, y, c: np.float32, out):
         for i in omp.parallel_range(x.shape[0]):
             out[i] = a * x[i] + b * y[i] + c
-
-    @omp.target
-    def dot(x, y):
-        s = 0.0
-        for i in omp.parallel_range(x.shape[0], reduction="+:s"):
-            s += x[i] * y[i]
-        return s
 
     dev = int(sys.argv[1])
     x, y = np.arange(1000.0), np.linspace(-1.0, 1.0, 1000)
@@ -36,7 +31,7 @@ KERNELS = textwrap.dedent("""
 
 def test_kernel_arguments_are_owned_during_the_call(device, tmp_path):
     script = tmp_path / "kernels_perturbed.py"
-    script.write_text(KERNELS)
+    script.write_text(KERNELS.format(root=os.path.dirname(os.path.dirname(__file__))))
     env = dict(os.environ, PYTHONMALLOC="malloc", MALLOC_PERTURB_="165")
     p = subprocess.run([sys.executable, str(script), str(device)], env=env,
                        capture_output=True, text=True, timeout=240)

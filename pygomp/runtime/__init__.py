@@ -3,12 +3,17 @@
 What the faces (Python constructs, kernels, the C shim) call:
 
     from pygomp.runtime import devices, mapping, kinds
-    dev = devices.resolve(device)         # None: the default device; honours OMP_TARGET_OFFLOAD
+    dev = devices.resolve(device)         # None: the default device; see its table of numbers
+    dev = devices.resolve(n, compiled=True)   # numbers compiled C passes (-1 ICV, -2 host)
     mapping.target(dev, fn, items, launch=(0, 0, 0))   # GOMP_target_ext
+    event, region = mapping.start(dev, fn, items, launch, wait_for); ...; mapping.end(region)
     mapping.enter_data(dev, items) / mapping.exit_data(dev, items) / mapping.update(dev, items)
     region = mapping.begin(dev, items); ...; mapping.end(region)   # target data
+    mapping.is_present / device_address / associate / disassociate   # omp_* routines
 
-An item is ``Item(addr, size, kind, obj)``: host address, byte count, a libgomp map kind
-(`kinds`), and the Python object that owns the memory (kept alive while mapped), or None.
-For FIRSTPRIVATE_INT the address field holds the value itself (a 64-bit word).
+An item is ``Item(addr, size, kind, obj, name)``: host address, byte count, a libgomp map
+kind (`kinds`), the Python object that owns the memory (kept alive while mapped) or None,
+and a name for error messages.  For FIRSTPRIVATE_INT the address field holds the value
+itself (a 64-bit word).  Plugins and images: `plugin` (the interface, `KernelInfo`,
+`Image`), `images` (descriptor tables); compiled images are cached by `cache`.
 """

@@ -258,8 +258,6 @@ def resolve(number: int | None = None, *, routine=False, compiled=False) -> Devi
         env.info(env.INFO_LAUNCH, f"device {number} not found: host fallback")
         return _ready(devs[n])
     dev = devs[number]
-    if dev.state == "initialized":
-        return dev
     try:
         dev.ensure_init()
     except PluginError as e:
