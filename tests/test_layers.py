@@ -4,6 +4,7 @@ no face, and running compiled images does not import the compiler."""
 import ast
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -51,6 +52,15 @@ def test_compiler_imports_no_face_and_no_plugin():
     found = {f: sorted(m for m in mods if _below(m, bad))
              for f, mods in layer("pygomp/compiler", "pygomp.compiler").items()}
     assert {f: m for f, m in found.items() if m} == {}
+
+
+def test_only_mapping_touches_the_map():
+    """Entries and reference counts are read and changed in runtime/mapping.py only."""
+    touching = re.compile(r"\.map\.(find|lookup|insert|remove)\b|refcount|\bEntry\(")
+    found = [str(p.relative_to(ROOT)) for folder in ("pygomp", "plugins")
+             for p in sorted((ROOT / folder).rglob("*.py"))
+             if p.name not in ("mapping.py", "intervals.py") and touching.search(p.read_text())]
+    assert found == []
 
 
 def test_errors_import_nothing_of_pygomp():
