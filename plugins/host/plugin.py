@@ -52,12 +52,11 @@ ALIGNMENT = 64
 
 class _Kernel:
     """A loaded kernel: its entries, its scratch and spare argument arrays."""
-    __slots__ = ("entries", "info", "spare", "lock", "scratch", "scratch_size",
-                 "private", "private_size")
+    __slots__ = ("entries", "spare", "lock", "scratch", "scratch_size", "private",
+                 "private_size")
 
-    def __init__(self, entries, info):
+    def __init__(self, entries):
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
-        self.info = info
         self.spare = []          # argument arrays not in use (list.pop/append are atomic)
         self.lock = threading.Lock()     # held while a kernel with scratch runs
         self.scratch = self.private = None
@@ -123,7 +122,7 @@ class HostPlugin(Plugin):
                     fns = []
                     for info in image.kernels:
                         entries = [_symbol(handle, e) for e in info.entries]
-                        self._kernels[entries[0]] = _Kernel(entries, info)
+                        self._kernels[entries[0]] = _Kernel(entries)
                         fns.append(entries[0])
                     loaded = LoadedImage(fns, [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:
@@ -175,17 +174,15 @@ class HostPlugin(Plugin):
         sizes = self._launches.get(launch)
         if sizes is None:
             sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
-        extra = info.has_scratch + bool(info.private_bytes)
-        if extra:
+        if info.has_scratch or info.private_bytes:
             with k.lock:            # one scratch a kernel: its runs take turns
-                self._run_entries(k, info, list(args) + self._scratch(k, info, args, launch),
-                                  sizes)
+                self._run_entries(k, list(args) + self._scratch(k, info, args, launch), sizes)
         else:
-            self._run_entries(k, info, args, sizes)
+            self._run_entries(k, args, sizes)
         return DONE
 
     @staticmethod
-    def _run_entries(k, info, words, sizes):
+    def _run_entries(k, words, sizes):
         # The words live in an array this call owns until the last entry returns.
         n = len(words)
         try:
