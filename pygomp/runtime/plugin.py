@@ -305,10 +305,13 @@ class Plugin:
 
     def run(self, dev: int, fn: int, args: list, launch=(0, 0, 0)) -> None:
         """Run a kernel to completion (see the module's docstring)."""
-        self.run_async(dev, fn, args, launch).wait()
+        self._start(dev, fn, args, launch, ()).wait()
 
     def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
         """Start a kernel after the events ``wait_for``; returns its event."""
+        return self._start(dev, fn, args, launch, wait_for)
+
+    def _start(self, dev, fn, args, launch, wait_for):
         info = self._check_run(dev, fn, args)
         try:
             return self._run_impl(dev, fn, info, args, launch, wait_for)
