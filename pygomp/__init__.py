@@ -33,6 +33,9 @@ def __dir__():
     return sorted(set(globals()) | set(_KERNEL_NAMES))
 
 
+__all__ = [n for n in globals() if not n.startswith("_")] + list(_KERNEL_NAMES)
+
+
 from .runtime import env as _env  # noqa: E402
 
 _env.display()
