@@ -1,0 +1,38 @@
+"""The benchmark kernels of bench/polybench at tiny sizes: C against numpy (or the
+original loops in plain Python), and the pygomp kernel on every device against C."""
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench.polybench import BENCHES  # noqa: E402
+from bench.polybench.harness import Variant, find_device, fresh, mismatch  # noqa: E402
+
+NAMES = [b.name for b in BENCHES]
+BY_NAME = {b.name: b for b in BENCHES}
+
+
+def test_at_least_twelve_kernels():
+    assert len(set(NAMES)) == len(NAMES) >= 12
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_c_against_numpy(name):
+    b = BY_NAME[name]
+    data = b.data("tiny")
+    assert b.reference is not None
+    assert mismatch(Variant(b, data).result(), b.reference(fresh(data)), "C") is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kernel_against_c(device, name):
+    b = BY_NAME[name]
+    data = b.data("tiny")
+    want = Variant(b, data).result()
+    with Variant(b, data, find_device(str(device))) as v:
+        got = v.result()
+    assert mismatch(got, want, f"device {device}") is None
+    assert all(g.dtype == w.dtype and g.shape == w.shape for g, w in
+               zip(got.values(), want.values()))
