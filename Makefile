@@ -31,3 +31,4 @@ info: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[opencl,test,mpi,bench]"
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
+	$(PY) bench/polybench/run.py

@@ -64,8 +64,9 @@ def main(argv=None):
         raise SystemExit(f"unknown kernels {sorted(only - {b.name for b in benches})}; "
                          f"known: {', '.join(b.name for b in BENCHES)}")
 
-    print(f"{os.cpu_count()} cpus, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}; "
-          f"best of {args.repeat}; ratio = pygomp time / C time")
+    print(f"{os.cpu_count()} cpus, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, "
+          f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}; "
+          f"ratio = pygomp time / C time")
     for d in devs:
         print(f"  device {d.number}: {d.info.name}")
     head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + "".join(
@@ -95,6 +96,8 @@ def main(argv=None):
     for r in ratios:
         row += f"{'':>11}{math.exp(sum(map(math.log, r)) / len(r)) if r else float('nan'):>7.2f}"
     print(row)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes make the "
+          f"times, and the ratios of fork/join-heavy kernels, unreliable)")
     if failed:
         raise SystemExit(f"wrong results: {', '.join(failed)}")
 
