@@ -18,6 +18,15 @@ def test_at_least_twelve_kernels():
     assert len(set(NAMES)) == len(NAMES) >= 12
 
 
+def test_the_check_sees_one_wrong_element():
+    b = BY_NAME["gemm"]
+    got = Variant(b, b.data("tiny")).result()
+    want = {"C": got["C"].copy()}
+    got["C"][3, 4] *= 1 + 1e-6
+    assert mismatch(got, want, "C") == (f"C: C[3, 4] is {got['C'][3, 4]}, not "
+                                        f"{want['C'][3, 4]} (1 elements differ)")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_c_against_numpy(name):
     b = BY_NAME[name]

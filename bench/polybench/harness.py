@@ -174,15 +174,17 @@ class Variant:
 
 
 def mismatch(got, want, what):
-    """None, or a line saying where ``got`` differs from ``want``."""
+    """None, or a line saying where ``got`` first differs from ``want``."""
     for k, w in want.items():
         g = got[k]
-        scale = max(float(np.max(np.abs(w))), 1.0) if w.size else 1.0
-        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-8, atol=1e-10 * scale):
-            bad = np.argwhere(~np.isclose(g, w, rtol=1e-8, atol=1e-10 * scale))
-            at = tuple(int(x) for x in bad[0]) if len(bad) else "shape"
-            return f"{what}: {k} differs at {at}: {g[at] if len(bad) else g.shape} " \
-                   f"instead of {w[at] if len(bad) else w.shape}"
+        if g.shape != w.shape:
+            return f"{what}: {k} has the shape {g.shape}, not {w.shape}"
+        scale = max(float(np.abs(w).max(initial=0.0)), 1.0)
+        close = np.isclose(g, w, rtol=1e-8, atol=1e-10 * scale)
+        if not close.all():
+            at = tuple(int(x) for x in np.argwhere(~close)[0])
+            return (f"{what}: {k}{list(at)} is {g[at]}, not {w[at]} "
+                    f"({np.count_nonzero(~close)} elements differ)")
     return None
 
 
