@@ -10,6 +10,8 @@ anything is timed.  Then each variant runs ``--repeat`` times, interleaved, each
 the original data (restored untimed); a column is the best time and its ratio pygomp / C.
 An offload device (host, opencl) keeps the data mapped around its calls (target_data),
 so nothing is copied in the timed calls; the initial device works on numpy's memory.
+On a busy machine, OMP_NUM_THREADS=1 POCL_MAX_PTHREAD_COUNT=1 compares the code alone:
+with two threads, fork/join waits on descheduled threads dominate the times.
 """
 from __future__ import annotations
 
