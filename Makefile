@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench info
+.PHONY: demo test bench info conformance
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_map
 test: $(STAMP)
 	$(PY) -m pytest -q
 	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -m "not slow" $(PERTURBED)
+
+# GCC 12's libgomp offload tests under libpygomp.so and under libgomp (not in `test`).
+conformance: $(STAMP)
+	$(PY) tests/c/conformance.py
 
 info: $(STAMP)
 	$(PY) -m pygomp info

@@ -1,4 +1,4 @@
-"""python -m pygomp {info, demo, compile}."""
+"""python -m pygomp {info, demo, compile, shim}."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +47,12 @@ def demo(args) -> int:
     return run_demo(args.size)
 
 
+def shim(args) -> int:
+    from .shim import path
+    print(path())
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pygomp")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -54,6 +60,8 @@ def main(argv=None) -> int:
     d = sub.add_parser("demo", help="run the examples on every device, checked against numpy")
     d.add_argument("--size", type=int, default=0, help="problem size (0: each example's own)")
     d.set_defaults(func=demo)
+    sub.add_parser("shim", help="the path of libpygomp.so, the C face (built if needed)"
+                   ).set_defaults(func=shim)
     sub.add_parser("compile", help="print the generated source of the kernels in a file "
                                    "(see: compile --help)")
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -9,17 +9,23 @@ FLAG_SPECIAL_0 = 1 << 2
 FLAG_SPECIAL_1 = 1 << 3
 FLAG_SPECIAL_2 = 1 << 4      # "always"
 FLAG_SPECIAL = FLAG_SPECIAL_1 | FLAG_SPECIAL_0
+FLAG_SPECIAL_3 = 1 << 5
+FLAG_SPECIAL_4 = 1 << 6
+FLAG_SPECIAL_BITS = 0x7c
 FLAG_FORCE = 1 << 7
 FLAG_PRESENT = (1 << 8) | FLAG_SPECIAL_0
-IMPLICIT = (1 << 5) | (1 << 6)   # GOMP_MAP_IMPLICIT: mapped because the region uses it
+FLAG_DEEP_COPY = FLAG_SPECIAL_4 | FLAG_SPECIAL_2
+IMPLICIT = FLAG_SPECIAL_3 | FLAG_SPECIAL_4   # GOMP_MAP_IMPLICIT: mapped because the region uses it
 
 ALLOC = 0
 TO = 1
 FROM = 2
 TOFROM = 3
-POINTER = FLAG_SPECIAL_0 | 0                  # 4
+POINTER = FLAG_SPECIAL_0 | 0                  # 4: size is the bias
+TO_PSET = FLAG_SPECIAL_0 | 1                  # 5 (Fortran)
 FORCE_PRESENT = FLAG_SPECIAL_0 | 2            # 6
 DELETE = FLAG_SPECIAL_0 | 3                   # 7
+FORCE_DEVICEPTR = FLAG_SPECIAL_1 | 0          # 8 (OpenACC)
 FIRSTPRIVATE = FLAG_SPECIAL | 0               # 12
 FIRSTPRIVATE_INT = FLAG_SPECIAL | 1           # 13
 USE_DEVICE_PTR = FLAG_SPECIAL | 2             # 14
@@ -29,10 +35,18 @@ ALWAYS_TO = FLAG_SPECIAL_2 | TO               # 17
 ALWAYS_FROM = FLAG_SPECIAL_2 | FROM           # 18
 ALWAYS_TOFROM = FLAG_SPECIAL_2 | TOFROM       # 19
 RELEASE = FLAG_SPECIAL_2 | DELETE             # 23
+STRUCT = FLAG_SPECIAL_2 | FLAG_SPECIAL | 0    # 28: size is the number of members after it
+ALWAYS_POINTER = FLAG_SPECIAL_2 | FLAG_SPECIAL | 1              # 29: size is the bias
+POINTER_TO_ZERO_LENGTH_ARRAY_SECTION = FLAG_SPECIAL_2 | FLAG_SPECIAL | 2   # 30
+DELETE_ZERO_LEN_ARRAY_SECTION = FLAG_SPECIAL_2 | FLAG_SPECIAL | 3         # 31
+ATTACH = FLAG_DEEP_COPY | 0                   # 80: size is the bias
+DETACH = FLAG_DEEP_COPY | 1                   # 81
+ATTACH_ZERO_LENGTH_ARRAY_SECTION = FLAG_DEEP_COPY | 2         # 82
 FORCE_ALLOC = FLAG_FORCE | ALLOC              # 128
 FORCE_TO = FLAG_FORCE | TO
 FORCE_FROM = FLAG_FORCE | FROM
 FORCE_TOFROM = FLAG_FORCE | TOFROM
+FORCE_DETACH = FLAG_DEEP_COPY | FLAG_FORCE | 1   # 209
 PRESENT_ALLOC = FLAG_PRESENT | ALLOC          # 260
 PRESENT_TO = FLAG_PRESENT | TO
 PRESENT_FROM = FLAG_PRESENT | FROM
@@ -50,12 +64,13 @@ NAMES = {v: k for k, v in sorted(globals().items(), reverse=True)
 
 
 def base(kind: int) -> int:
-    """The kind without the implicit bit."""
-    return kind & ~IMPLICIT if (kind & IMPLICIT) == IMPLICIT else kind
+    """The kind without the implicit bits."""
+    return kind & ~IMPLICIT if is_implicit(kind) else kind
 
 
 def is_implicit(kind: int) -> bool:
-    return (kind & IMPLICIT) == IMPLICIT
+    """GOMP_MAP_IMPLICIT_P: the special bits are exactly the implicit pair."""
+    return (kind & FLAG_SPECIAL_BITS) == IMPLICIT
 
 
 def _core(kind: int) -> int:

@@ -10,6 +10,10 @@
 - ``from`` copies back when both counts reach zero, or always with ``always``.
 - ``present`` on an absent object fails with its address and size.
 - An error leaves the map as it was before the construct: no half-made entries.
+- The members of a mapped struct (GCC's GOMP_MAP_STRUCT) are entries of their own in
+  one device allocation; they share the first member's reference counts, and are
+  removed together.  Pointers attached in mapped memory (ATTACH) are never copied
+  either way while attached.
 
 This module is the only one that reads or changes a device's map (``dev.map``) and the
 entries' reference counts: entries are born in `_birth` and die in `_death`, counts
@@ -37,7 +41,7 @@ class MappingError(RuntimeError):
 
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
-                 "dynamic_refcount", "keepalive", "associated")
+                 "dynamic_refcount", "keepalive", "associated", "attached", "group")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -49,10 +53,18 @@ class Entry:
         self.dynamic_refcount = dynamic_refcount
         self.keepalive = keepalive      # the host object, kept alive while mapped
         self.associated = associated    # made by omp_target_associate_ptr
+        self.attached = None            # offset -> attach count of pointers in it
+        self.group = None               # struct members: all of them, the owner first
 
     def __repr__(self):
+        o = _owner(self)
         return (f"[{self.host_start:#x}..{self.host_end:#x}) -> {self.dev_start:#x} "
-                f"refcount {self.refcount} dynamic {self.dynamic_refcount}")
+                f"refcount {o.refcount} dynamic {o.dynamic_refcount}")
+
+
+def _owner(e):
+    """The entry that holds ``e``'s reference counts (the first member of a struct)."""
+    return e if e.group is None else e.group[0]
 
 
 def table_dump(dev) -> str:
@@ -75,7 +87,8 @@ def _not_present(dev, addr, size):
 
 class Region:
     """What one construct did to a device's map, so that it can be undone or ended."""
-    __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic")
+    __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic",
+                 "attached")
 
     def __init__(self, dev, items, dynamic):
         self.dev = dev
@@ -86,6 +99,7 @@ class Region:
         self.counted = []       # entries whose count this construct incremented, once each
         self.created = []       # entries this construct made
         self.temps = []         # device memory for firstprivate copies
+        self.attached = []      # (entry, pointer address) this construct attached
 
 
 def begin(dev, items, dynamic=False) -> Region:
@@ -97,12 +111,20 @@ def begin(dev, items, dynamic=False) -> Region:
     entries, args = region.entries, region.args
     with dev.lock:
         try:
-            for it in items:
+            i = 0
+            while i < len(items):
+                it = items[i]
                 if it.kind == kinds.FIRSTPRIVATE_INT:     # the common scalar: no map
                     entries.append(None)
                     args.append(it.addr & WORD)
+                elif it.kind == kinds.STRUCT:
+                    _map_struct(region, it, items[i + 1:i + 1 + it.size])
+                    i += it.size
+                elif it.kind == kinds.ALWAYS_POINTER:
+                    _always_pointer(region, it, items[i - 1] if i else None)
                 else:
                     _map_item(region, it)
+                i += 1
         except BaseException:
             _undo(region)
             raise
@@ -135,6 +157,9 @@ def _map_item(region, it):
         region.entries.append(None)
         region.args.append(d)
         return
+    if t.base in _SPECIAL:
+        _SPECIAL[t.base](region, it)
+        return
     if t.base == kinds.FORCE_PRESENT:
         t = kinds.traits(kinds.PRESENT_ALLOC)
     if not t.mapping:
@@ -143,20 +168,33 @@ def _map_item(region, it):
     if e is None:
         e = _create(region, it, t)
     else:
-        if (addr < e.host_start or addr + size > e.host_end) and not (
-                t.implicit and addr <= e.host_start and e.host_end <= addr + size):
-            who = f"{it.name}: " if it.name else ""
-            raise _error(dev, f"{who}trying to map {_range(addr, size)} when "
-                              f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
-        if e not in region.counted:             # Entry has no __eq__: identity
-            region.counted.append(e)
-            _ref(e, region.dynamic, 1)
-        if env.settings().info & env.INFO_REUSE:
-            env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")
-        if t.always and t.to:
-            _copy_to(dev, e, addr, size)
+        _use(region, e, it, t)
     region.entries.append(e)
     region.args.append(0 if e is None else e.dev_start + (addr - e.host_start))
+
+
+def _use(region, e, it, t):
+    """An item found in entry ``e``: check that it fits, count the entry once."""
+    dev, addr, size = region.dev, it.addr, it.size
+    if ((addr < e.host_start or addr + size > e.host_end) and not (
+            t.implicit and addr <= e.host_start and e.host_end <= addr + size)) \
+            or t.kind & kinds.FLAG_FORCE:
+        who = f"{it.name}: " if it.name else ""
+        raise _error(dev, f"{who}trying to map {_range(addr, size)} when "
+                          f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
+    _count(region, e)
+    if env.settings().info & env.INFO_REUSE:
+        env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")
+    if t.always and t.to:
+        _copy_to(dev, e, addr, size)
+
+
+def _count(region, e):
+    """Count ``e`` (its owner) once for this construct."""
+    e = _owner(e)
+    if e not in region.counted:             # Entry has no __eq__: identity
+        region.counted.append(e)
+        _ref(e, region.dynamic, 1)
 
 
 def _create(region, it, t):
@@ -194,8 +232,9 @@ def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
 
 
 def _death(dev, e) -> None:
-    """Remove an entry and free the device memory it owns."""
-    dev.map.remove(e)
+    """Remove an entry (a struct: all its members) and free the device memory it owns."""
+    for m in e.group or (e,):
+        dev.map.remove(m)
     if e.alloc:
         dev.plugin.free(dev.local, e.alloc)
 
@@ -209,25 +248,39 @@ def _ref(e, dynamic, n) -> None:
 
 
 def _unused(e) -> bool:
+    e = _owner(e)
     return e.refcount + e.dynamic_refcount == 0
 
 
 # -- copies -------------------------------------------------------------------------
 
 def _copy_to(dev, e, addr, size):
-    lo, hi = max(addr, e.host_start), min(addr + size, e.host_end)
-    if hi > lo:
+    for lo, hi in _pieces(e, addr, addr + size):
         if env.settings().info & env.INFO_COPY:
             env.info(env.INFO_COPY, f"device {dev.number}: copy to device {_range(lo, hi - lo)}")
         dev.plugin.host2dev(dev.local, e.dev_start + (lo - e.host_start), lo, hi - lo)
 
 
 def _copy_from(dev, e, addr, size):
-    lo, hi = max(addr, e.host_start), min(addr + size, e.host_end)
-    if hi > lo:
+    for lo, hi in _pieces(e, addr, addr + size):
         if env.settings().info & env.INFO_COPY:
             env.info(env.INFO_COPY, f"device {dev.number}: copy from device {_range(lo, hi - lo)}")
         dev.plugin.dev2host(dev.local, lo, e.dev_start + (lo - e.host_start), hi - lo)
+
+
+def _pieces(e, lo, hi):
+    """The parts of [lo, hi) inside ``e``, less its attached pointers (their device
+    copies hold device addresses, their host copies host addresses)."""
+    lo, hi = max(lo, e.host_start), min(hi, e.host_end)
+    if e.attached:
+        for off in sorted(e.attached):
+            p = e.host_start + off
+            if lo < p + PTR and p < hi:
+                if p > lo:
+                    yield lo, p
+                lo = p + PTR
+    if hi > lo:
+        yield lo, hi
 
 
 # -- ending constructs --------------------------------------------------------------
@@ -235,6 +288,8 @@ def _copy_from(dev, e, addr, size):
 def _undo(region):
     """Take back what `begin` did so far: counts, new entries, temporaries; no copies."""
     dev = region.dev
+    for e, ptr in reversed(region.attached):
+        _detach_pointer(dev, e, ptr)
     for e in region.counted:
         if e not in region.created:
             _ref(e, region.dynamic, -1)
@@ -257,6 +312,8 @@ def end(region, copy_back=True) -> None:
         region.temps = []
         return
     with dev.lock:
+        for e, ptr in reversed(region.attached):      # before anything is copied back
+            _detach_pointer(dev, e, ptr)
         for e in region.counted:
             _ref(e, region.dynamic, -1)
         _release(dev, region.items, region.entries, copy_back)
@@ -276,8 +333,8 @@ def _release(dev, items, entries, copy_back):
                     _copy_from(dev, e, it.addr, it.size)
                 except Exception as err:        # keep releasing; report the first failure
                     first_error = first_error or err
-    for e in dict.fromkeys(entries):
-        if e is not None and _unused(e):
+    for e in dict.fromkeys(_owner(e) for e in entries if e is not None):
+        if _unused(e):
             if env.settings().info & env.INFO_MAP:
                 env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
             _death(dev, e)
@@ -286,37 +343,56 @@ def _release(dev, items, entries, copy_back):
 
 
 def enter_data(dev, items) -> None:
-    """``target enter data``: to / alloc (with always, present) on dynamic counts."""
+    """``target enter data``: to / alloc (with always, present) on dynamic counts, and
+    GCC's struct, pointer and attach items."""
     for it in items:
-        if not kinds.is_mapping(it.kind) and kinds.base(it.kind) != kinds.FORCE_PRESENT:
+        if not kinds.is_mapping(it.kind) and kinds.base(it.kind) not in _ENTER_SPECIAL:
             raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is not "
                                f"valid on target enter data")
     begin(dev, items, dynamic=True)
 
 
+_EXIT_KINDS = {kinds.DELETE, kinds.RELEASE, kinds.ZERO_LEN_ARRAY_SECTION,
+               kinds.DELETE_ZERO_LEN_ARRAY_SECTION, kinds.DETACH, kinds.FORCE_DETACH}
+_ZERO_LEN_KINDS = {kinds.ZERO_LEN_ARRAY_SECTION, kinds.DELETE_ZERO_LEN_ARRAY_SECTION}
+
+
 def exit_data(dev, items) -> None:
-    """``target exit data``: from / release / delete (with always, present).
+    """``target exit data``: from / release / delete (with always, present), detach.
 
     An item that overlaps an entry without being inside it releases that entry, and
     copies back only the part inside it (libgomp would copy the whole item)."""
     if dev.is_initial:
         return
     with dev.lock:
-        entries = []
         for it in items:
-            k = kinds.base(it.kind)
-            if k not in (kinds.DELETE, kinds.RELEASE) and not (
+            if kinds.base(it.kind) not in _EXIT_KINDS and not (
                     kinds.copies_from(it.kind) and not kinds.copies_to(it.kind)):
                 raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is "
                                    f"not valid on target exit data (from, release or delete)")
-            e = dev.map.find(it.addr, it.addr + it.size)
+        for it in items:                      # detach first, as libgomp does
+            k = kinds.base(it.kind)
+            if k in (kinds.DETACH, kinds.FORCE_DETACH):
+                e = dev.map.lookup(it.addr, it.addr + PTR)
+                if e is not None:
+                    _detach_pointer(dev, e, it.addr, finalize=k == kinds.FORCE_DETACH)
+        entries = []
+        for it in items:
+            k = kinds.base(it.kind)
+            if k in (kinds.DETACH, kinds.FORCE_DETACH):
+                e = None
+            elif k in _ZERO_LEN_KINDS:
+                e = dev.map.lookup(it.addr, it.addr + max(it.size, 1))
+            else:
+                e = dev.map.find(it.addr, it.addr + it.size)
             if e is None and kinds.is_present(it.kind):
                 raise _not_present(dev, it.addr, it.size)
             entries.append(e)
-        deleted = {id(e) for it, e in zip(items, entries) if kinds.base(it.kind) == kinds.DELETE}
+        deleted = {id(_owner(e)) for it, e in zip(items, entries) if e is not None and
+                   kinds.base(it.kind) in (kinds.DELETE, kinds.DELETE_ZERO_LEN_ARRAY_SECTION)}
         seen = set()
-        for e in entries:
-            if e is None or e.refcount == INFINITY or id(e) in seen:
+        for e in (_owner(e) for e in entries if e is not None):
+            if e.refcount == INFINITY or id(e) in seen:
                 continue
             seen.add(id(e))
             if id(e) in deleted:
@@ -347,16 +423,225 @@ def update(dev, items) -> None:
                 _copy_from(dev, e, it.addr, it.size)
 
 
+# -- the kinds GCC emits for pointers, struct members and use_device_ptr/addr ------
+
+PTR = ctypes.sizeof(ctypes.c_void_p)
+
+
+def _read_pointer(addr):
+    return ctypes.c_uint64.from_address(addr).value
+
+
+def _write_pointer(dev, dev_addr, value):
+    word = ctypes.c_uint64(value)
+    dev.plugin.host2dev(dev.local, dev_addr, ctypes.addressof(word), PTR)
+
+
+def _device_address(dev, host, bias=0):
+    """The device address of host memory at ``host`` (looked up at ``host + bias``, a
+    bias being a 64-bit two's complement, with libgomp's rule for zero-length
+    sections), or None where nothing holds it."""
+    at = (host + bias) & WORD
+    e = dev.map.find(at, at)
+    return None if e is None else e.dev_start + (host - e.host_start)
+
+
+def _zero_length(region, it):
+    """ZERO_LEN_ARRAY_SECTION: the entry holding the address is used; none: NULL."""
+    e = region.dev.map.lookup(it.addr, it.addr + 1)
+    if e is not None:
+        _count(region, e)
+    region.entries.append(e)
+    region.args.append(0 if e is None else e.dev_start + (it.addr - e.host_start))
+
+
+def _use_device_ptr(region, it):
+    """USE_DEVICE_PTR(_IF_PRESENT): the device address of mapped host memory (the
+    caller writes it back into the construct's arguments); nothing is counted."""
+    word = _device_address(region.dev, it.addr)
+    if word is None:
+        if kinds.base(it.kind) == kinds.USE_DEVICE_PTR:
+            raise _error(region.dev, f"use_device_ptr pointer wasn't mapped (host address "
+                                     f"{it.addr:#x})")
+        word = it.addr                      # IF_PRESENT: the host address, unchanged
+    region.entries.append(None)
+    region.args.append(word)
+
+
+def _map_struct(region, it, members):
+    """STRUCT: ``members`` (sorted by address) mapped together: new ones get entries in
+    one device allocation from the first one's start to the last one's end; present
+    ones must all be members of one mapped struct.  The word of the STRUCT item is the
+    device address of the struct's base (which may lie before the allocation)."""
+    dev = region.dev
+    for m in members:
+        if not kinds.traits(m.kind).mapping:
+            raise _error(dev, f"map kind {kinds.name(m.kind)} is not valid for a structure "
+                              f"element {_range(m.addr, m.size)}")
+    lo, hi = members[0].addr, members[-1].addr + members[-1].size
+    first = dev.map.lookup(it.addr, hi)      # looked up from the base, as libgomp does
+    if first is None:
+        group = _new_struct(region, members, lo, hi)
+    else:
+        group = []
+        for m in members:
+            e = dev.map.find(m.addr, m.addr + m.size)
+            if e is None or _owner(e) is not _owner(first):
+                raise _error(dev, f"Trying to map into device {_range(m.addr, m.size)} "
+                                  f"structure element when other mapped elements from the "
+                                  f"same structure weren't mapped together with it")
+            _use(region, e, m, kinds.traits(m.kind))
+            group.append(e)
+    e = group[0]
+    region.entries.append(None)
+    region.args.append(e.dev_start + (it.addr - e.host_start))
+    for m, e in zip(members, group):
+        region.entries.append(e)
+        region.args.append(e.dev_start + (m.addr - e.host_start))
+
+
+def _new_struct(region, members, lo, hi):
+    dev = region.dev
+    block = dev.plugin.alloc(dev.local, hi - lo)
+    group = []
+    try:
+        for m in members:
+            group.append(_birth(dev, m.addr, m.addr + m.size, block + (m.addr - lo),
+                                keepalive=m.obj))
+    except ValueError:
+        for done in group:
+            _death(dev, done)
+        dev.plugin.free(dev.local, block)
+        raise
+    for e in group:
+        e.group = group
+    owner = group[0]
+    owner.alloc = block
+    region.created.append(owner)
+    _count(region, owner)
+    if env.settings().info & env.INFO_MAP:
+        env.info(env.INFO_MAP, f"device {dev.number}: mapped structure elements "
+                               f"{_range(lo, hi - lo)} at {block:#x}")
+    for m, e in zip(members, group):
+        if kinds.traits(m.kind).to:
+            _copy_to(dev, e, m.addr, m.size)
+    return group
+
+
+def _pointer(region, it):
+    """POINTER: the pointer variable at ``it.addr`` is mapped too; a new device copy
+    holds the device address of its target (looked up at target + bias, the size)."""
+    dev = region.dev
+    item = Item(it.addr, PTR, kinds.ALLOC, it.obj)
+    e = dev.map.find(it.addr, it.addr + PTR)
+    if e is None:
+        target = _read_pointer(it.addr)
+        value = 0 if target == 0 else _device_address(dev, target, it.size)
+        if value is None:
+            if kinds.base(it.kind) != kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION:
+                raise _error(dev, f"Pointer target of array section wasn't mapped (the "
+                                  f"pointer at {it.addr:#x} holds {target:#x})")
+            value = 0
+        e = _create(region, item, kinds.traits(kinds.ALLOC))
+        _write_pointer(dev, e.dev_start, value)
+    else:
+        _use(region, e, item, kinds.traits(kinds.ALLOC))
+    region.entries.append(e)
+    region.args.append(e.dev_start + (it.addr - e.host_start))
+
+
+def _always_pointer(region, it, previous):
+    """ALWAYS_POINTER: the mapped pointer at ``it.addr`` gets the device address of
+    the previous item (less the bias), every time; nothing is counted."""
+    dev = region.dev
+    e = dev.map.lookup(it.addr, it.addr + PTR)
+    if e is None or it.addr < e.host_start or it.addr + PTR > e.host_end:
+        raise _error(dev, f"always pointer not mapped ({_range(it.addr, PTR)})")
+    if previous is None:
+        value = 0
+    elif previous.kind == kinds.ALWAYS_POINTER:      # a chain: the previous pointer's slot
+        value = _device_address(dev, previous.addr) or 0
+    else:
+        value = region.args[-1]
+    if value:
+        value = (value - it.size) & WORD
+    _write_pointer(dev, e.dev_start + (it.addr - e.host_start), value)
+    region.entries.append(None)
+    region.args.append(0)
+
+
+def _attach(region, it):
+    """ATTACH: the device copy of the pointer at ``it.addr`` (inside a mapped entry;
+    none: nothing to do) points to the device copy of its target, looked up at
+    target + bias; one attach count a pointer, undone by `end` or a DETACH."""
+    dev = region.dev
+    e = dev.map.lookup(it.addr, it.addr + PTR)
+    region.entries.append(None)
+    if e is None:
+        region.args.append(0)
+        return
+    off = it.addr - e.host_start
+    if not (e.attached or {}).get(off):
+        target = _read_pointer(it.addr)
+        if target == 0:
+            raise _error(dev, f"attempt to attach null pointer (at {it.addr:#x})")
+        value = _device_address(dev, target, it.size)
+        if value is None:
+            if kinds.base(it.kind) != kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION:
+                raise _error(dev, f"pointer target not mapped for attach (the pointer at "
+                                  f"{it.addr:#x} holds {target:#x})")
+            value = 0
+        _write_pointer(dev, e.dev_start + off, value)
+    if e.attached is None:
+        e.attached = {}
+    e.attached[off] = e.attached.get(off, 0) + 1
+    region.attached.append((e, it.addr))
+    region.args.append(e.dev_start + off)
+
+
+def _detach_pointer(dev, e, ptr, finalize=False):
+    """One attach count less; at zero the device copy gets the host pointer again."""
+    off = ptr - e.host_start
+    n = (e.attached or {}).get(off, 0)
+    if n == 0:
+        raise _error(dev, f"attach count underflow (pointer at {ptr:#x})")
+    if finalize or n == 1:
+        del e.attached[off]
+        _write_pointer(dev, e.dev_start + off, _read_pointer(ptr))
+    else:
+        e.attached[off] = n - 1
+
+
+_SPECIAL = {                # handled one item at a time
+    kinds.ZERO_LEN_ARRAY_SECTION: _zero_length,
+    kinds.USE_DEVICE_PTR: _use_device_ptr,
+    kinds.USE_DEVICE_PTR_IF_PRESENT: _use_device_ptr,
+    kinds.POINTER: _pointer,
+    kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION: _pointer,
+    kinds.ATTACH: _attach,
+    kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION: _attach,
+}
+_ENTER_SPECIAL = {kinds.FORCE_PRESENT, kinds.STRUCT, kinds.ALWAYS_POINTER, kinds.POINTER,
+                  kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION, kinds.ATTACH,
+                  kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION, kinds.ZERO_LEN_ARRAY_SECTION}
+
+
 # -- running kernels ----------------------------------------------------------------
+
+def find_function(dev, fn: int):
+    """The device address of a host function on ``dev``, or None if no image has it."""
+    with dev.lock:
+        e = dev.map.find(fn, fn + 1)
+    return None if e is None else e.dev_start
+
 
 def function_address(dev, fn: int) -> int:
     """The device address of a host function, through the device's map."""
-    with dev.lock:
-        e = dev.map.find(fn, fn + 1)
-    if e is None:
+    address = find_function(dev, fn)
+    if address is None:
         raise _error(dev, f"function at host address {fn:#x} is not loaded: no registered "
                           f"offload image of kind {dev.target!r} lists it")
-    return e.dev_start
+    return address
 
 
 def target(dev, fn: int, items, launch=(0, 0, 0)) -> None:
@@ -395,11 +680,12 @@ def start(dev, fn: int, items, launch=(0, 0, 0), wait_for=()):
 # -- what the device routines and the device's life need -----------------------------
 
 def is_present(dev, addr: int) -> bool:
-    """omp_target_is_present: whether host address ``addr`` is mapped."""
+    """omp_target_is_present: whether the byte at ``addr`` is mapped (libgomp's rule:
+    an address one past a mapped range is not)."""
     if dev.is_initial:
         return True
     with dev.lock:
-        return dev.map.find(addr, addr) is not None
+        return dev.map.lookup(addr, addr + 1) is not None
 
 
 def device_address(dev, addr: int) -> int:
@@ -463,4 +749,4 @@ def release_all(dev) -> None:
     if left:
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
                                  f"mapping(s) at exit:\n{table_dump(dev)}")
-    remove_entries(dev, left)
+    remove_entries(dev, dict.fromkeys(_owner(e) for e in left))

@@ -1,0 +1,129 @@
+"""Build libpygomp.so: shim.c in cffi's embedding mode, compiled by the system C compiler.
+
+The library links the Python it is built with (its libpython, found again at run time
+through an rpath) and starts as that Python's executable, so a virtual environment's
+packages are found; libgomp is linked too, so that dlsym(RTLD_NEXT) in shim.c reaches
+libgomp's own entry points however the library was loaded.  Only the names in EXPORTS
+are visible, unversioned (the dynamic linker lets an unversioned definition satisfy a
+binary's versioned reference, e.g. GOMP_target_ext@GOMP_4.5).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODULE = "_pygomp_shim"
+
+# The Python half (pygomp/abi.py), behind extern "Python".
+PYTHON_HALF = """
+extern "Python" int pg_py_target(int device, uintptr_t fn, size_t mapnum, uint64_t *items,
+                                 uintptr_t *args);
+extern "Python" int64_t pg_py_data(int op, int device, size_t mapnum, uint64_t *items,
+                                   uintptr_t *hostaddrs);
+extern "Python" int pg_py_end_data(int64_t region);
+extern "Python" void pg_py_at_exit(void);
+extern "Python" int pg_py_num_devices(void);
+extern "Python" void pg_py_set_default_device(int device_num);
+extern "Python" void *pg_py_target_alloc(size_t size, int device_num);
+extern "Python" void pg_py_target_free(void *device_ptr, int device_num);
+extern "Python" int pg_py_target_is_present(const void *ptr, int device_num);
+extern "Python" int pg_py_target_is_accessible(const void *ptr, size_t size, int device_num);
+extern "Python" void *pg_py_get_mapped_ptr(const void *ptr, int device_num);
+extern "Python" int pg_py_target_associate_ptr(const void *host_ptr, const void *device_ptr,
+                                               size_t size, size_t device_offset,
+                                               int device_num);
+extern "Python" int pg_py_target_disassociate_ptr(const void *ptr, int device_num);
+extern "Python" int pg_py_target_memcpy(void *dst, const void *src, size_t length,
+                                        size_t dst_offset, size_t src_offset,
+                                        int dst_device_num, int src_device_num);
+extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t element_size,
+                                             int num_dims, const size_t *volume,
+                                             const size_t *dst_offsets,
+                                             const size_t *src_offsets,
+                                             const size_t *dst_dimensions,
+                                             const size_t *src_dimensions,
+                                             int dst_device_num, int src_device_num);
+"""
+
+# The helpers of shim.c that abi.py calls.
+C_HELPERS = """
+void pg_set_error(const char *text);
+void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
+"""
+
+EXPORTS = """
+GOMP_target_ext GOMP_target_data_ext GOMP_target_end_data GOMP_target_update_ext
+GOMP_target_enter_exit_data
+omp_get_num_devices omp_get_default_device omp_set_default_device omp_is_initial_device
+omp_get_initial_device omp_get_device_num omp_target_alloc omp_target_free
+omp_target_is_present omp_target_is_accessible omp_target_memcpy omp_target_memcpy_rect
+omp_target_memcpy_async omp_target_memcpy_rect_async omp_target_associate_ptr
+omp_target_disassociate_ptr omp_get_mapped_ptr
+""".split()
+
+INIT = f"""
+from {MODULE} import ffi, lib
+from pygomp import abi
+abi.attach(ffi, lib)
+"""
+
+
+def sources() -> list[Path]:
+    """The files whose content decides the library (part of the cache key)."""
+    return [HERE / "shim.c", Path(__file__).resolve()]
+
+
+def build(directory: str, python: str = sys.executable, cc: str = "gcc") -> str:
+    """Write libpygomp.so into ``directory`` (build files beside it); return its path."""
+    import cffi
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise RuntimeError(f"{python} has no shared libpython (it was built without "
+                           f"--enable-shared): the embedded interpreter needs one")
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=out))   # private: builds may race
+    try:
+        return _build(out, work, python, cc, cffi)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(out, work, python, cc, cffi):
+    ffi = cffi.FFI()
+    ffi.embedding_api("")
+    ffi.cdef(PYTHON_HALF + C_HELPERS)
+    ffi.set_source(MODULE, f'#define PYGOMP_PYTHON "{_c_string(python)}"\n'
+                           + PYTHON_HALF.replace('extern "Python"', "static")
+                           + (HERE / "shim.c").read_text())
+    ffi.embedding_init_code(INIT)
+    c_file = work / f"{MODULE}.c"
+    with contextlib.redirect_stdout(io.StringIO()):      # cffi says "generating ..."
+        ffi.emit_c_code(str(c_file))
+    exports = work / "exports.map"
+    exports.write_text("{\n  global:\n" + "".join(f"    {n};\n" for n in EXPORTS)
+                       + "  local: *;\n};\n")
+    libdir = sysconfig.get_config_var("LIBDIR")
+    pyver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_config_var("VERSION")
+    target = out / "libpygomp.so"
+    partial = work / "libpygomp.so"
+    cmd = [cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
+           f"-I{sysconfig.get_paths()['include']}", str(c_file), "-o", str(partial),
+           f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-lpython{pyver}", "-Wl,--no-as-needed", "-lgomp", "-Wl,--as-needed", "-ldl",
+           "-lpthread", f"-Wl,--version-script={exports}"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"building libpygomp.so failed:\n$ {' '.join(cmd)}\n{done.stderr}")
+    os.replace(partial, target)          # atomic: another process may be building too
+    return str(target)
+
+
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,553 @@
+/* The C half of libpygomp.so: libgomp's offload ABI (GCC 12) in front of pygomp's
+   runtime core.  build.py wraps this file in cffi's embedding mode; the pg_py_*
+   functions are the Python half (pygomp/abi.py).
+
+   Only the target entry points and the omp_* device routines are defined here;
+   everything else (parallel, loops, tasks, locks) stays libgomp's.  A target region
+   always runs inside libgomp's own host fallback (its GOMP_target_ext called with
+   GOMP_DEVICE_HOST_FALLBACK, found with dlsym(RTLD_NEXT)): that gives the region a
+   fresh OpenMP context and gives nowait/depend libgomp's task semantics.  The region
+   reaches pg_run() there, which maps through Python, calls the host code with device
+   addresses (or lets Python launch an image), and unmaps. */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* gomp-constants.h (GCC 12) */
+#define MAP_FIRSTPRIVATE 12
+#define DEVICE_HOST_FALLBACK (-2)
+#define TARGET_FLAG_NOWAIT 1
+
+/* What pg_run does (the op of a pg_task); values shared with abi.py. */
+enum { OP_TARGET = 0, OP_DATA = 1, OP_UPDATE = 2, OP_ENTER = 3, OP_EXIT = 4 };
+
+/* The default device of C code is libgomp's default-device ICV, so that tasks and the
+   threads of a parallel region inherit it as OpenMP says.  Inside a region on an
+   offload device the ICV holds MARK + that device's number instead (inherited by the
+   region's own tasks and threads). */
+#define MARK (1 << 30)
+#define DEVICE_ICV (-1)
+
+#ifndef PYGOMP_PYTHON
+#define PYGOMP_PYTHON ""
+#endif
+
+typedef void (*target_ext_t)(int, void (*)(void *), size_t, void **, size_t *,
+                             unsigned short *, unsigned, void **, void **);
+static target_ext_t real_target_ext;
+static void (*real_set_default_device)(int);
+static int (*real_get_default_device)(void);
+
+static __thread char error_text[2048];
+static int exiting_on_error;
+
+/* -- called by abi.py --------------------------------------------------------- */
+
+static void pg_set_error(const char *text)
+{
+    snprintf(error_text, sizeof error_text, "%s", text);
+}
+
+/* Run a region's host code with device addresses (called by abi.py without the GIL);
+   ``device`` is the offload device it runs on, -1 for the initial device. */
+static void pg_call_host(uintptr_t fn, uintptr_t *args, int device)
+{
+    if (device >= 0)
+        real_set_default_device(MARK + device);
+    ((void (*)(void *))fn)(args);
+}
+
+/* -- errors, as libgomp's gomp_fatal prints them ------------------------------- */
+
+static void fatal(const char *text)
+{
+    fprintf(stderr, "\nlibgomp: %s\n", text);
+    fflush(stderr);
+    exiting_on_error = 1;
+    exit(EXIT_FAILURE);
+}
+
+static void fail(void)
+{
+    fatal(error_text[0] ? error_text
+                        : "pygomp: the Python runtime failed (its error is printed above)");
+}
+
+/* -- starting Python ---------------------------------------------------------- */
+
+static void *next_symbol(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        char text[256];
+        snprintf(text, sizeof text, "pygomp: %s not found in libgomp (%s)", name, dlerror());
+        fatal(text);
+    }
+    return p;
+}
+
+static pthread_once_t found = PTHREAD_ONCE_INIT;
+static void ensure(void);
+
+/* At the end of a C program: release the devices, report what is still mapped
+   (PYGOMP_INFO 0x4), as Python's own exit does for a Python program. */
+static void at_exit(void)
+{
+    if (!exiting_on_error) {
+        ensure();
+        pg_py_at_exit();
+    }
+}
+
+static void find_libgomp(void)
+{
+    real_target_ext = (target_ext_t)next_symbol("GOMP_target_ext");
+    real_set_default_device = (void (*)(int))next_symbol("omp_set_default_device");
+    real_get_default_device = (int (*)(void))next_symbol("omp_get_default_device");
+}
+
+static void start_python(void)
+{
+    pthread_once(&found, find_libgomp);
+    if (!Py_IsInitialized()) {
+        /* Start as the Python that built this library (its virtual environment, so
+           pygomp and its dependencies are found); PYGOMP_PYTHON overrides it. */
+        const char *exe = getenv("PYGOMP_PYTHON");
+        PyConfig config;
+        PyStatus status;
+        PyConfig_InitPythonConfig(&config);
+        config.install_signal_handlers = 0;
+        config.parse_argv = 0;
+        if (!exe || !*exe)
+            exe = PYGOMP_PYTHON;
+        if (*exe) {
+            status = PyConfig_SetBytesString(&config, &config.program_name, exe);
+            if (PyStatus_Exception(status))
+                fatal("pygomp: cannot set the embedded Python's program name");
+        }
+        status = Py_InitializeFromConfig(&config);
+        PyConfig_Clear(&config);
+        if (PyStatus_Exception(status)) {
+            char text[512];
+            snprintf(text, sizeof text, "pygomp: cannot start the embedded Python (%s): %s",
+                     exe, status.err_msg ? status.err_msg : "unknown error");
+            fatal(text);
+        }
+        PyEval_SaveThread();
+        atexit(at_exit);     /* nothing finalizes an embedded interpreter: do the devices */
+    }
+    if (cffi_start_python() != 0)
+        fatal("pygomp: the embedded Python cannot import pygomp (the traceback and "
+              "sys.path are printed above; PYGOMP_PYTHON names the Python to use)");
+}
+
+static pthread_once_t started = PTHREAD_ONCE_INIT;
+static __thread int thread_known;
+
+/* Before any call into Python: start it once, and give this thread a Python thread
+   state that lives as long as the thread (without one, every call would create and
+   destroy one, and per-thread state such as the default device would be lost). */
+static void ensure(void)
+{
+    if (__builtin_expect(thread_known, 1))
+        return;
+    pthread_once(&started, start_python);
+    if (!PyGILState_Check()) {
+        PyGILState_Ensure();
+        PyEval_SaveThread();
+    }
+    thread_known = 1;
+}
+
+/* -- target regions ----------------------------------------------------------- */
+
+/* One construct, as map item 0 of the call into libgomp: a firstprivate block, so a
+   deferred (nowait) task gets its own copy, with the sizes and kinds after it. */
+struct pg_task {
+    void (*fn)(void *);
+    int device, op;
+    size_t mapnum;
+};
+
+static size_t *task_sizes(struct pg_task *t) { return (size_t *)(t + 1); }
+static unsigned short *task_kinds(struct pg_task *t)
+{
+    return (unsigned short *)(task_sizes(t) + t->mapnum);
+}
+
+#define SMALL 32       /* constructs with up to this many items use the stack */
+
+/* The map items for Python: (host address, size, kind) triples, the kind without its
+   alignment byte (pygomp's devices align every allocation on 64 bytes or more). */
+static uint64_t *pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short *kinds,
+                      uint64_t *small)
+{
+    uint64_t *items = n <= SMALL ? small : malloc(3 * n * sizeof(uint64_t));
+    if (!items)
+        fatal("pygomp: out of memory for the map items of a construct");
+    for (size_t i = 0; i < n; i++) {
+        items[3 * i] = (uintptr_t)hostaddrs[i];
+        items[3 * i + 1] = sizes[i];
+        items[3 * i + 2] = kinds[i] & 0xff;
+    }
+    return items;
+}
+
+static void run_target(struct pg_task *t, void **hostaddrs)
+{
+    size_t n = t->mapnum;
+    uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, task_sizes(t), task_kinds(t), small);
+    uintptr_t small_args[SMALL], *args = n <= SMALL ? small_args : malloc(n * sizeof *args);
+    if (!args)
+        fatal("pygomp: out of memory for the arguments of a target region");
+    if (!pg_py_target(t->device, (uintptr_t)t->fn, n, items, args))
+        fail();
+    if (n > SMALL) {
+        free(args);
+        free(items);
+    }
+}
+
+/* target data (the region's handle), update, enter data, exit data. */
+static int64_t data(int op, int device, size_t n, void **hostaddrs, size_t *sizes,
+                    unsigned short *kinds)
+{
+    uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, sizes, kinds, small);
+    int64_t r = pg_py_data(op, device, n, items, (uintptr_t *)hostaddrs);
+    if (n > SMALL)
+        free(items);
+    if (!r)
+        fail();
+    return r;
+}
+
+/* The body of every deferred or synchronous construct, run by libgomp's fallback. */
+static void pg_run(void *p)
+{
+    void **hostaddrs = p;
+    struct pg_task *t = hostaddrs[0];
+    ensure();
+    if (t->op == OP_TARGET)
+        run_target(t, hostaddrs + 1);
+    else
+        data(t->op, t->device, t->mapnum, hostaddrs + 1, task_sizes(t), task_kinds(t));
+}
+
+/* Hand a construct to libgomp's GOMP_target_ext with the host-fallback device. */
+static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnum,
+                            void **hostaddrs, size_t *sizes, unsigned short *kinds,
+                            unsigned flags, void **depend, void **args)
+{
+    size_t n = mapnum + 1;
+    size_t block = sizeof(struct pg_task) + mapnum * (sizeof(size_t) + sizeof(short));
+    int heap = n > SMALL;
+    char small[sizeof(struct pg_task) + SMALL * (sizeof(size_t) + sizeof(short))
+               + SMALL * (sizeof(void *) + sizeof(size_t) + sizeof(short))]
+        __attribute__((aligned(16)));
+    char *mem = heap ? malloc(block + n * (sizeof(void *) + sizeof(size_t) + sizeof(short)))
+                     : small;
+    if (!mem)
+        fatal("pygomp: out of memory for a target construct");
+    struct pg_task *t = (struct pg_task *)mem;
+    t->fn = fn;
+    t->device = device;
+    t->op = op;
+    t->mapnum = mapnum;
+    memcpy(task_sizes(t), sizes, mapnum * sizeof(size_t));
+    memcpy(task_kinds(t), kinds, mapnum * sizeof(short));
+    void **h = (void **)(mem + ((block + 7) & ~(size_t)7));
+    size_t *s = (size_t *)(h + n);
+    unsigned short *k = (unsigned short *)(s + n);
+    h[0] = t;
+    s[0] = block;
+    k[0] = MAP_FIRSTPRIVATE | (3 << 8);          /* 8-byte aligned */
+    memcpy(h + 1, hostaddrs, mapnum * sizeof(void *));
+    memcpy(s + 1, sizes, mapnum * sizeof(size_t));
+    memcpy(k + 1, kinds, mapnum * sizeof(short));
+    real_target_ext(DEVICE_HOST_FALLBACK, pg_run, n, h, s, k, flags & TARGET_FLAG_NOWAIT,
+                    depend, args);
+    if (heap)
+        free(mem);
+}
+
+/* GOMP_DEVICE_ICV: the default device, from libgomp's ICV. */
+static int device_number(int device)
+{
+    if (device != DEVICE_ICV)
+        return device;
+    int v = real_get_default_device();
+    return v >= MARK ? v - MARK : v;
+}
+
+EXPORT void GOMP_target_ext(int device, void (*fn)(void *), size_t mapnum, void **hostaddrs,
+                            size_t *sizes, unsigned short *kinds, unsigned int flags,
+                            void **depend, void **args)
+{
+    ensure();
+    device = device_number(device);
+    through_libgomp(OP_TARGET, device, fn, mapnum, hostaddrs, sizes, kinds, flags, depend,
+                    args);
+}
+
+/* -- data constructs ---------------------------------------------------------- */
+
+/* Open `target data` regions of this thread, innermost last (libgomp keeps them in
+   the task's ICVs; a data region begins and ends in the same thread). */
+static __thread int64_t *data_stack;
+static __thread size_t data_depth, data_room;
+
+EXPORT void GOMP_target_data_ext(int device, size_t mapnum, void **hostaddrs, size_t *sizes,
+                                 unsigned short *kinds)
+{
+    ensure();
+    /* use_device_ptr/addr: Python writes the device addresses back into hostaddrs. */
+    int64_t region = data(OP_DATA, device_number(device), mapnum, hostaddrs, sizes, kinds);
+    if (data_depth == data_room) {
+        data_room = data_room ? 2 * data_room : 8;
+        data_stack = realloc(data_stack, data_room * sizeof *data_stack);
+        if (!data_stack)
+            fatal("pygomp: out of memory for target data regions");
+    }
+    data_stack[data_depth++] = region;
+}
+
+EXPORT void GOMP_target_end_data(void)
+{
+    ensure();
+    if (data_depth && !pg_py_end_data(data_stack[--data_depth]))
+        fail();
+}
+
+static void data_op(int op, int device, size_t mapnum, void **hostaddrs, size_t *sizes,
+                    unsigned short *kinds, unsigned flags, void **depend)
+{
+    ensure();
+    device = device_number(device);
+    if (depend) {       /* libgomp's task semantics: wait, or defer with nowait */
+        through_libgomp(op, device, NULL, mapnum, hostaddrs, sizes, kinds, flags, depend,
+                        NULL);
+        return;
+    }
+    data(op, device, mapnum, hostaddrs, sizes, kinds);
+}
+
+EXPORT void GOMP_target_update_ext(int device, size_t mapnum, void **hostaddrs, size_t *sizes,
+                                   unsigned short *kinds, unsigned int flags, void **depend)
+{
+    data_op(OP_UPDATE, device, mapnum, hostaddrs, sizes, kinds, flags, depend);
+}
+
+EXPORT void GOMP_target_enter_exit_data(int device, size_t mapnum, void **hostaddrs,
+                                        size_t *sizes, unsigned short *kinds,
+                                        unsigned int flags, void **depend)
+{
+    data_op(flags & 2 ? OP_EXIT : OP_ENTER, device, mapnum, hostaddrs, sizes, kinds, flags,
+            depend);
+}
+
+/* -- the omp_* device routines ------------------------------------------------- */
+
+/* Inside a region on an offload device: its number; else -1.  Answered from
+   libgomp's ICV, without Python, so that every thread of the region can ask. */
+static int region_device(void)
+{
+    pthread_once(&found, find_libgomp);
+    int v = real_get_default_device();
+    return v >= MARK ? v - MARK : -1;
+}
+
+EXPORT int omp_is_initial_device(void)
+{
+    return region_device() < 0;
+}
+
+EXPORT int omp_get_device_num(void)
+{
+    int d = region_device();
+    if (d >= 0)
+        return d;
+    ensure();
+    return pg_py_num_devices();          /* the initial device */
+}
+
+EXPORT int omp_get_num_devices(void)
+{
+    ensure();
+    return pg_py_num_devices();
+}
+
+EXPORT int omp_get_initial_device(void)
+{
+    ensure();
+    return pg_py_num_devices();
+}
+
+EXPORT int omp_get_default_device(void)
+{
+    pthread_once(&found, find_libgomp);
+    return device_number(DEVICE_ICV);
+}
+
+/* The ICV (as libgomp sets it: a negative number is 0), and Python's default device
+   for this thread; inside a region, nothing (the region's device stays its mark). */
+EXPORT void omp_set_default_device(int device_num)
+{
+    ensure();
+    if (region_device() < 0) {
+        real_set_default_device(device_num);
+        pg_py_set_default_device(device_num >= 0 ? device_num : 0);
+    }
+}
+
+EXPORT void *omp_target_alloc(size_t size, int device_num)
+{
+    ensure();
+    return pg_py_target_alloc(size, device_num);
+}
+
+EXPORT void omp_target_free(void *device_ptr, int device_num)
+{
+    ensure();
+    pg_py_target_free(device_ptr, device_num);
+}
+
+EXPORT int omp_target_is_present(const void *ptr, int device_num)
+{
+    ensure();
+    return pg_py_target_is_present(ptr, device_num);
+}
+
+EXPORT int omp_target_is_accessible(const void *ptr, size_t size, int device_num)
+{
+    ensure();
+    return pg_py_target_is_accessible(ptr, size, device_num);
+}
+
+EXPORT void *omp_get_mapped_ptr(const void *ptr, int device_num)
+{
+    ensure();
+    return pg_py_get_mapped_ptr(ptr, device_num);
+}
+
+EXPORT int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr, size_t size,
+                                    size_t device_offset, int device_num)
+{
+    ensure();
+    return pg_py_target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num);
+}
+
+EXPORT int omp_target_disassociate_ptr(const void *ptr, int device_num)
+{
+    ensure();
+    return pg_py_target_disassociate_ptr(ptr, device_num);
+}
+
+EXPORT int omp_target_memcpy(void *dst, const void *src, size_t length, size_t dst_offset,
+                             size_t src_offset, int dst_device_num, int src_device_num)
+{
+    ensure();
+    return pg_py_target_memcpy(dst, src, length, dst_offset, src_offset, dst_device_num,
+                               src_device_num);
+}
+
+EXPORT int omp_target_memcpy_rect(void *dst, const void *src, size_t element_size,
+                                  int num_dims, const size_t *volume,
+                                  const size_t *dst_offsets, const size_t *src_offsets,
+                                  const size_t *dst_dimensions, const size_t *src_dimensions,
+                                  int dst_device_num, int src_device_num)
+{
+    ensure();
+    return pg_py_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
+                                    src_offsets, dst_dimensions, src_dimensions,
+                                    dst_device_num, src_device_num);
+}
+
+/* The _async forms: a libgomp task (GOMP_task) that makes the copy, after the
+   dependences of its depend objects (OpenMP 5.1's omp_depend_t). */
+
+typedef void (*gomp_task_t)(void (*)(void *), void *, void (*)(void *, void *), long, long,
+                            _Bool, unsigned, void **, int, void *);
+#define TASK_FLAG_DEPEND (1 << 3)
+
+struct async_copy {          /* the task's data: the arguments, arrays after it */
+    void *dst;
+    const void *src;
+    size_t element_size, length, dst_offset, src_offset;
+    int num_dims, dst_device_num, src_device_num;
+    size_t dims[];           /* volume, dst/src offsets, dst/src dimensions */
+};
+
+static void async_copy_run(void *p)
+{
+    struct async_copy *c = p;
+    size_t n = c->num_dims;
+    int r = c->num_dims == 0
+        ? omp_target_memcpy(c->dst, c->src, c->length, c->dst_offset, c->src_offset,
+                            c->dst_device_num, c->src_device_num)
+        : omp_target_memcpy_rect(c->dst, c->src, c->element_size, c->num_dims, c->dims,
+                                 c->dims + n, c->dims + 2 * n, c->dims + 3 * n,
+                                 c->dims + 4 * n, c->dst_device_num, c->src_device_num);
+    if (r)
+        fatal("pygomp: an asynchronous omp_target_memcpy failed");
+}
+
+static int async_copy(struct async_copy *c, size_t size, int depobj_count, void *depobj_list)
+{
+    static gomp_task_t task;
+    void *depend[depobj_count + 5];
+    if (!task)
+        task = (gomp_task_t)next_symbol("GOMP_task");
+    depend[0] = 0;                        /* GCC's depend array, new format */
+    depend[1] = (void *)(uintptr_t)depobj_count;
+    depend[2] = depend[3] = depend[4] = 0;
+    for (int i = 0; i < depobj_count; i++)
+        depend[5 + i] = (char *)depobj_list + i * 2 * sizeof(void *);
+    task(async_copy_run, c, NULL, size, _Alignof(struct async_copy), 1,
+         depobj_count ? TASK_FLAG_DEPEND : 0, depobj_count ? depend : NULL, 0, NULL);
+    return 0;
+}
+
+EXPORT int omp_target_memcpy_async(void *dst, const void *src, size_t length,
+                                   size_t dst_offset, size_t src_offset, int dst_device_num,
+                                   int src_device_num, int depobj_count, void *depobj_list)
+{
+    struct async_copy c = {dst, src, 1, length, dst_offset, src_offset, 0, dst_device_num,
+                           src_device_num};
+    return async_copy(&c, sizeof c, depobj_count, depobj_list);
+}
+
+EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t element_size,
+                                        int num_dims, const size_t *volume,
+                                        const size_t *dst_offsets, const size_t *src_offsets,
+                                        const size_t *dst_dimensions,
+                                        const size_t *src_dimensions, int dst_device_num,
+                                        int src_device_num, int depobj_count,
+                                        void *depobj_list)
+{
+    if (!dst && !src)
+        return omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
+                                      src_offsets, dst_dimensions, src_dimensions,
+                                      dst_device_num, src_device_num);
+    if (num_dims < 1)
+        return EINVAL;
+    size_t n = num_dims, size = sizeof(struct async_copy) + 5 * n * sizeof(size_t);
+    struct async_copy *c = malloc(size);
+    if (!c)
+        return ENOMEM;
+    *c = (struct async_copy){dst, src, element_size, 0, 0, 0, num_dims, dst_device_num,
+                             src_device_num};
+    const size_t *arrays[5] = {volume, dst_offsets, src_offsets, dst_dimensions,
+                               src_dimensions};
+    for (int i = 0; i < 5; i++)
+        memcpy(c->dims + i * n, arrays[i], n * sizeof(size_t));
+    int r = async_copy(c, size, depobj_count, depobj_list);
+    free(c);
+    return r;
+}

@@ -1,0 +1,221 @@
+"""libpygomp.so: the C programs of tests/c/, built with gcc -fopenmp -foffload=disable,
+run through the shim on the host device (separate memory).
+
+The programs are built once a session, in parallel, and every run below is started at
+once (they are separate processes); each test then checks one run's exit status and
+output.  maps.c, tasks.c and threads.c check stale values, so they fail under libgomp
+alone: a pass shows that the shim, not libgomp, ran them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pygomp import shim
+
+HERE = Path(__file__).parent / "c"
+PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc"]
+TIMEOUT = 180
+
+
+def _opencl_devices() -> int:
+    from pygomp.runtime import devices
+    p = devices.plugins().get("opencl")
+    try:
+        return 0 if p is None or isinstance(p, Exception) else p.num_devices()
+    except Exception:               # noqa: BLE001  (no platform: no device)
+        return 0
+
+
+def _env(**extra):
+    """The environment of a run: this one less OpenMP and pygomp settings, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMP_", "PYGOMP_", "LD_PRELOAD"))}
+    env["PYGOMP_CACHE_DIR"] = os.environ["PYGOMP_CACHE_DIR"]
+    env["PYGOMP_DEVICES"] = "host"
+    env.update(extra)
+    return env
+
+
+def _compile(exe: Path, src: str, *flags) -> str:
+    cc = "g++" if src.endswith(".cc") else "gcc"
+    cmd = [cc, "-fopenmp", "-foffload=disable", "-O1", "-Wall", str(HERE / src), "-o", str(exe),
+           *flags]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, f"$ {' '.join(cmd)}\n{done.stderr}"
+    return str(exe)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """Every program of tests/c/ and the library they run under, built once."""
+    lib = shim.path()
+    out = tmp_path_factory.mktemp("c-programs")
+    libdir = os.path.dirname(lib)
+    jobs = {src: (src,) for src in PROGRAMS}
+    jobs["maps-linked"] = ("maps.c", f"-L{libdir}", "-lpygomp", f"-Wl,-rpath,{libdir}")
+    jobs["libinterop.so"] = ("interop.c", "-shared", "-fPIC")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = {k: pool.submit(_compile, out / k.replace(".", "_"), *job)
+                   for k, job in jobs.items()}
+        exes = {k: f.result() for k, f in futures.items()}
+    return lib, exes
+
+
+def _runs(lib, exes):
+    """name -> (argv, environment): every run the tests below look at."""
+    pre = {"LD_PRELOAD": lib}
+    clean = {"PATH": "/usr/bin:/bin", "PYGOMP_DEVICES": "host", "LD_PRELOAD": lib}
+    runs = {
+        "maps": ([exes["maps.c"]], _env(**pre)),
+        "tasks": ([exes["tasks.c"]], _env(**pre)),
+        "threads": ([exes["threads.c"]], _env(**pre)),
+        "references": ([exes["references.cc"]], _env(**pre)),
+        "linked": ([exes["maps-linked"]], _env()),
+        "clean-env": ([exes["maps.c"]], clean),
+        "interop": ([sys.executable, str(HERE / "interop.py"), exes["libinterop.so"]], _env()),
+        "libgomp-alone": ([exes["maps.c"]], _env()),
+        "device-7": ([exes["errors.c"], "device"], _env(**pre)),
+        "device-7-mandatory": ([exes["errors.c"], "device"],
+                               _env(OMP_TARGET_OFFLOAD="mandatory", **pre)),
+    }
+    for mode in ("extend", "use_device_ptr", "attach_null"):
+        runs[mode] = ([exes["errors.c"], mode], _env(**pre))
+    runs["leftover"] = ([exes["errors.c"], "leftover"], _env(PYGOMP_INFO="0x4", **pre))
+    if _opencl_devices():
+        runs["no-image"] = ([exes["errors.c"], "fallback"],
+                            _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x10", **pre))
+        runs["no-image-mandatory"] = ([exes["errors.c"], "fallback"],
+                                      _env(PYGOMP_DEVICES="opencl",
+                                           OMP_TARGET_OFFLOAD="mandatory", **pre))
+    return runs
+
+
+@pytest.fixture(scope="session")
+def runs(built):
+    lib, exes = built
+
+    def run(argv, env):
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+
+    todo = _runs(lib, exes)
+    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+        futures = {name: pool.submit(run, *job) for name, job in todo.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def _passed(done):
+    assert done.returncode == 0, f"exit status {done.returncode}\n{done.stdout}{done.stderr}"
+    assert "check failed" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
+def test_program_passes_under_the_shim(runs, name):
+    _passed(runs[name])
+
+
+def test_linked_ahead_of_libgomp(runs, built):
+    """gcc ... -L$DIR -lpygomp -fopenmp: no LD_PRELOAD, the shim's definitions win."""
+    lib, exes = built
+    needed = subprocess.run(["readelf", "-d", exes["maps-linked"]], capture_output=True,
+                            text=True).stdout
+    libs = re.findall(r"Shared library: \[(.*?)\]", needed)
+    assert libs.index("libpygomp.so") < libs.index("libgomp.so.1")
+    _passed(runs["linked"])
+
+
+def test_clean_environment(runs):
+    """Started from a shell with no Python environment (PATH=/usr/bin:/bin, nothing
+    else), the embedded interpreter still finds pygomp and numpy."""
+    _passed(runs["clean-env"])
+
+
+def test_python_and_c_share_one_runtime(runs):
+    """pygomp.shim.load(): C code loaded with ctypes sees Python's maps and the other
+    way round (tests/c/interop.py asserts each step)."""
+    _passed(runs["interop"])
+    assert "interop ok" in runs["interop"].stdout
+
+
+def test_separate_memory_is_what_the_programs_check(runs):
+    """Under libgomp alone (shared memory) maps.c's stale-value checks fail (and then
+    its call of omp_get_mapped_ptr, which libgomp 12 lacks, crashes it)."""
+    done = runs["libgomp-alone"]
+    assert done.returncode != 0 and "check failed: a[3] == -3" in done.stderr
+
+
+def _fatal(done, message):
+    """libgomp's gomp_fatal: '\\nlibgomp: ' + message on stderr, exit status 1."""
+    assert done.returncode == 1, f"exit status {done.returncode}\n{done.stdout}{done.stderr}"
+    assert re.search(r"^libgomp: .*" + message, done.stderr, re.M), done.stderr
+
+
+def test_conflicting_map_names_both_ranges(runs):
+    done = runs["extend"]
+    a0, a8, m0, m1 = done.stdout.split()
+    _fatal(done, re.escape(f"[{a0}..{a8}) when [{m0}..{m1}) is already mapped"))
+
+
+def test_use_device_ptr_of_unmapped_memory(runs):
+    done = runs["use_device_ptr"]
+    _fatal(done, re.escape(f"use_device_ptr pointer wasn't mapped (host address "
+                           f"{done.stdout.split()[0]})"))
+
+
+def test_attach_of_a_null_pointer(runs):
+    done = runs["attach_null"]
+    _fatal(done, re.escape(f"attempt to attach null pointer (at {done.stdout.split()[0]})"))
+
+
+def test_still_mapped_at_exit_is_reported(runs):
+    """At the end of a C program the devices are released, and PYGOMP_INFO=0x4 lists
+    what was still mapped, as at the end of a Python program."""
+    done = runs["leftover"]
+    start, end = done.stdout.split()
+    assert done.returncode == 0, done.stderr
+    assert "device 0 still has 1 mapping(s) at exit" in done.stderr
+    assert f"[{start}..{end})" in done.stderr
+
+
+def test_missing_device_falls_back_unless_mandatory(runs):
+    assert runs["device-7"].returncode == 0 and "ran: 1" in runs["device-7"].stdout
+    _fatal(runs["device-7-mandatory"], "OMP_TARGET_OFFLOAD is set to MANDATORY, but device 7 "
+                                       "not found")
+
+
+def test_device_without_image(runs):
+    """On OpenCL a gcc-built region has no image: it runs on the initial device, and
+    PYGOMP_INFO says so; under mandatory it is libgomp's error."""
+    if "no-image" not in runs:
+        pytest.skip("no OpenCL device")
+    done = runs["no-image"]
+    assert done.returncode == 0, done.stderr
+    assert "ran on the initial device: 1" in done.stdout
+    assert re.search(r"device 0 \(opencl\) has no image of the target region at 0x[0-9a-f]+: "
+                     r"host fallback", done.stderr)
+    _fatal(runs["no-image-mandatory"], "OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
+                                       "cannot be used for offloading")
+
+
+def test_only_the_offload_entry_points_are_exported(built):
+    lib, _ = built
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                         text=True).stdout
+    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    assert names and all(n.startswith(("GOMP_target", "GOMP_offload", "omp_")) for n in names)
+    assert "GOMP_parallel" not in names and "omp_get_thread_num" not in names
+    assert {"GOMP_target_ext", "GOMP_target_data_ext", "GOMP_target_end_data",
+            "GOMP_target_update_ext", "GOMP_target_enter_exit_data"} <= names
+
+
+def test_shim_command_prints_the_path(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "pygomp", "shim"], capture_output=True,
+                          text=True, env=_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shim.path() + "\n"
