@@ -16,10 +16,17 @@ demo: $(STAMP)
 	$(PY) -m pygomp info
 	$(PY) -m pygomp demo
 	$(VENV)/bin/mpiexec -n 2 $(PY) examples/upc_stencil.py
+	@# a C program calling kernels written in Python, on the host device and on PoCL
+	mkdir -p build
+	$(PY) -m pygomp build examples/c/kernels.py -o build/kernels_offload.c
+	gcc -O2 -fopenmp -foffload=disable examples/c/saxpy.c build/kernels_offload.c -lm -o build/saxpy
+	PYGOMP_DEVICES=host LD_PRELOAD=$$($(PY) -m pygomp shim) build/saxpy
+	PYGOMP_DEVICES=opencl:pocl LD_PRELOAD=$$($(PY) -m pygomp shim) build/saxpy
 
 # The second run repeats the kernel and mapping tests with an allocator that fills freed
 # memory with a pattern, so that C reading memory it does not own fails loudly.
-PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_mapping.py
+PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_mapping.py \
+	tests/test_shim.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q

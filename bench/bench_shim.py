@@ -1,16 +1,21 @@
-"""The C face's cost: an empty target region with its data present, side by side.
+"""The C face, measured side by side in one run.
 
     python bench/bench_shim.py [--quick]
 
+An empty target region with its data present:
 1. C through libpygomp.so on the host device (separate memory; LD_PRELOAD),
 2. the same C program under libgomp alone (its host fallback: shared memory, no map),
 3. the same region from Python: an empty @omp.target kernel on the host device with
    its array present (target_data).
-
 The C program times N regions `#pragma omp target map(tofrom: a)` over a 16-double
 array entered with `target enter data`; every figure is the best of 7 repeats, in CPU
 time of the calling thread (the regions run in it), so that other processes on a busy
 machine change the figures little.
+
+saxpy on PoCL, examples/c/kernels.py's kernel on a million floats kept present by
+`target data`: called from C through the table `python -m pygomp build` writes, and
+called from Python (wall-clock time, best of 7 repeats: the kernel runs in PoCL's
+threads).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("PYGOMP_DEVICES", "host")
+os.environ.setdefault("PYGOMP_DEVICES", "host,opencl:pocl")   # 0: host, 1: PoCL
 
 import numpy as np  # noqa: E402
 
@@ -60,11 +65,38 @@ int main(int argc, char **argv)
 
 
 def c_region(exe, n, preload):
-    env = dict(os.environ)
+    env = dict(os.environ, PYGOMP_DEVICES="host")
     if preload:
         env["LD_PRELOAD"] = preload
     out = subprocess.run([exe, str(n)], env=env, capture_output=True, text=True, check=True)
     return float(out.stdout)
+
+
+SAXPY = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <omp.h>
+void saxpy(float a, const float *x, int64_t x_n0, float *y, int64_t y_n0);
+int main(int argc, char **argv)
+{
+    int64_t n = atol(argv[1]), calls = atol(argv[2]);
+    float *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    double best = 1e9;
+    #pragma omp target data map(to: x[0:n]) map(tofrom: y[0:n])
+    for (int rep = 0; rep < 8; rep++) {        /* the first one warms up */
+        double t = omp_get_wtime();
+        for (int64_t i = 0; i < calls; i++)
+            saxpy(2.0f, x, n, y, n);
+        t = (omp_get_wtime() - t) / calls;
+        if (rep && t < best)
+            best = t;
+    }
+    printf("%.6f\n", best * 1e6);
+    return 0;
+}
+"""
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "c")
 
 
 @omp.target(map={"a": "tofrom"})
@@ -74,9 +106,8 @@ def empty(a):
 
 def python_region(n):
     a = np.zeros(16)
-    dev = omp.omp_get_default_device()
-    run = empty.on(dev)
-    with omp.target_data(device=dev, tofrom=[a]):
+    run = empty.on(0)
+    with omp.target_data(device=0, tofrom=[a]):
         run(a)
         best = 1e9
         for _ in range(7):
@@ -87,8 +118,40 @@ def python_region(n):
     return best * 1e6
 
 
+def python_saxpy(size, calls):
+    import runpy
+    saxpy = runpy.run_path(os.path.join(EXAMPLE, "kernels.py"))["saxpy"]
+    x, y = np.zeros(size, np.float32), np.zeros(size, np.float32)
+    run = saxpy.on(1)
+    a = np.float32(2.0)
+    with omp.target_data(device=1, to=[x], tofrom=[y]):
+        run(a, x, y)
+        best = 1e9
+        for _ in range(7):
+            t = time.perf_counter()
+            for _ in range(calls):
+                run(a, x, y)
+            best = min(best, (time.perf_counter() - t) / calls)
+    return best * 1e6
+
+
+def c_saxpy(tmp, lib, size, calls):
+    tables, src, exe = (os.path.join(tmp, f) for f in ("tables.c", "saxpy.c", "saxpy"))
+    subprocess.run([sys.executable, "-m", "pygomp", "build", os.path.join(EXAMPLE, "kernels.py"),
+                    "-o", tables], check=True)
+    with open(src, "w") as f:
+        f.write(SAXPY)
+    subprocess.run(["gcc", "-O2", "-fopenmp", "-foffload=disable", src, tables, "-o", exe],
+                   check=True)
+    env = dict(os.environ, LD_PRELOAD=lib, OMP_DEFAULT_DEVICE="1")
+    out = subprocess.run([exe, str(size), str(calls)], env=env, capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout)
+
+
 def main(quick=False):
     n = 2000 if quick else 20000
+    size, calls = 1_000_000, (20 if quick else 100)
     lib = shim.path()
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, "region.c"), os.path.join(tmp, "region")
@@ -99,10 +162,19 @@ def main(quick=False):
         rows = [("C through libpygomp.so, host device", c_region(exe, n, lib)),
                 ("C under libgomp alone (host fallback)", c_region(exe, n * 10, None)),
                 ("Python kernel, host device", python_region(n))]
+        pocl = omp.omp_get_num_devices() > 1 and [
+            ("C through its table (python -m pygomp build)", c_saxpy(tmp, lib, size, calls)),
+            ("Python", python_saxpy(size, calls))]
     base = rows[1][1]
     print(f"empty target region, data present (PYGOMP_DEVICES={os.environ['PYGOMP_DEVICES']})")
     for name, us in rows:
-        print(f"  {name:40s} {us:9.3f} us   {us / base:8.1f}x libgomp")
+        print(f"  {name:46s} {us:9.3f} us   {us / base:8.1f}x libgomp")
+    if pocl:
+        print(f"saxpy of {size} floats on PoCL, data present")
+        for name, us in pocl:
+            print(f"  {name:46s} {us:9.1f} us   {us / pocl[1][1]:8.2f}x Python")
+    else:
+        print("saxpy on PoCL: no OpenCL device")
 
 
 if __name__ == "__main__":

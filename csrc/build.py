@@ -30,6 +30,7 @@ extern "Python" int64_t pg_py_data(int op, int device, size_t mapnum, uint64_t *
                                    uintptr_t *hostaddrs);
 extern "Python" int pg_py_end_data(int64_t region);
 extern "Python" void pg_py_at_exit(void);
+extern "Python" int pg_py_table(int op, unsigned version, uintptr_t host_table, uintptr_t data);
 extern "Python" int pg_py_num_devices(void);
 extern "Python" void pg_py_set_default_device(int device_num);
 extern "Python" void *pg_py_target_alloc(size_t size, int device_num);
@@ -61,7 +62,7 @@ void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
 
 EXPORTS = """
 GOMP_target_ext GOMP_target_data_ext GOMP_target_end_data GOMP_target_update_ext
-GOMP_target_enter_exit_data
+GOMP_target_enter_exit_data GOMP_offload_register_ver GOMP_offload_unregister_ver
 omp_get_num_devices omp_get_default_device omp_set_default_device omp_is_initial_device
 omp_get_initial_device omp_get_device_num omp_target_alloc omp_target_free
 omp_target_is_present omp_target_is_accessible omp_target_memcpy omp_target_memcpy_rect

@@ -47,6 +47,7 @@ static int (*real_get_default_device)(void);
 
 static __thread char error_text[2048];
 static int exiting_on_error;
+static int finished;                 /* at_exit released the devices */
 
 /* -- called by abi.py --------------------------------------------------------- */
 
@@ -95,6 +96,7 @@ static void *next_symbol(const char *name)
 
 static pthread_once_t found = PTHREAD_ONCE_INIT;
 static void ensure(void);
+static void hand_over_tables(void);
 
 /* At the end of a C program: release the devices, report what is still mapped
    (PYGOMP_INFO 0x4), as Python's own exit does for a Python program. */
@@ -104,10 +106,16 @@ static void at_exit(void)
         ensure();
         pg_py_at_exit();
     }
+    finished = 1;
 }
+
+typedef void (*offload_register_t)(unsigned, const void *, int, const void *);
+static offload_register_t real_register, real_unregister;
 
 static void find_libgomp(void)
 {
+    real_register = (offload_register_t)next_symbol("GOMP_offload_register_ver");
+    real_unregister = (offload_register_t)next_symbol("GOMP_offload_unregister_ver");
     real_target_ext = (target_ext_t)next_symbol("GOMP_target_ext");
     real_set_default_device = (void (*)(int))next_symbol("omp_set_default_device");
     real_get_default_device = (int (*)(void))next_symbol("omp_get_default_device");
@@ -146,6 +154,7 @@ static void start_python(void)
     if (cffi_start_python() != 0)
         fatal("pygomp: the embedded Python cannot import pygomp (the traceback and "
               "sys.path are printed above; PYGOMP_PYTHON names the Python to use)");
+    hand_over_tables();
 }
 
 static pthread_once_t started = PTHREAD_ONCE_INIT;
@@ -550,4 +559,75 @@ EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t eleme
     int r = async_copy(c, size, depobj_count, depobj_list);
     free(c);
     return r;
+}
+
+/* -- offload tables ------------------------------------------------------------------ */
+
+/* pygomp's tables (pygomp/build.py) are kept here from the program's constructors on,
+   and handed to Python when it starts; every other target type is libgomp's. */
+#define TARGET_TYPE 0x7067
+
+struct table {
+    unsigned version;
+    const void *host_table, *data;
+    struct table *next;
+};
+static struct table *tables;
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tables_to_python;         /* Python has them, and gets new ones at once */
+
+static void to_python(int op, unsigned version, const void *host_table, const void *data)
+{
+    ensure();
+    if (!pg_py_table(op, version, (uintptr_t)host_table, (uintptr_t)data))
+        fail();
+}
+
+static void hand_over_tables(void)
+{
+    pthread_mutex_lock(&tables_lock);
+    tables_to_python = 1;
+    struct table *t = tables;
+    pthread_mutex_unlock(&tables_lock);
+    for (; t; t = t->next)           /* older entries never change: walk without the lock */
+        if (!pg_py_table(1, t->version, (uintptr_t)t->host_table, (uintptr_t)t->data))
+            fail();
+}
+
+EXPORT void GOMP_offload_register_ver(unsigned version, const void *host_table,
+                                      int target_type, const void *data)
+{
+    pthread_once(&found, find_libgomp);
+    if (target_type != TARGET_TYPE) {
+        real_register(version, host_table, target_type, data);
+        return;
+    }
+    struct table *t = malloc(sizeof *t);
+    if (!t)
+        fatal("pygomp: out of memory registering an offload table");
+    *t = (struct table){version, host_table, data, NULL};
+    pthread_mutex_lock(&tables_lock);
+    struct table **end = &tables;
+    while (*end)
+        end = &(*end)->next;
+    *end = t;
+    int now = tables_to_python;
+    pthread_mutex_unlock(&tables_lock);
+    if (now)
+        to_python(1, version, host_table, data);
+}
+
+EXPORT void GOMP_offload_unregister_ver(unsigned version, const void *host_table,
+                                        int target_type, const void *data)
+{
+    pthread_once(&found, find_libgomp);
+    if (target_type != TARGET_TYPE) {
+        real_unregister(version, host_table, target_type, data);
+        return;
+    }
+    pthread_mutex_lock(&tables_lock);
+    int now = tables_to_python && !finished;
+    pthread_mutex_unlock(&tables_lock);
+    if (now)                         /* the list keeps it: a walk may be under way */
+        to_python(0, version, host_table, data);
 }

@@ -1,4 +1,4 @@
-"""python -m pygomp {info, demo, compile, shim}."""
+"""python -m pygomp {info, demo, compile, build, shim}."""
 from __future__ import annotations
 
 import argparse
@@ -64,10 +64,15 @@ def main(argv=None) -> int:
                    ).set_defaults(func=shim)
     sub.add_parser("compile", help="print the generated source of the kernels in a file "
                                    "(see: compile --help)")
+    sub.add_parser("build", help="C entry points and offload tables for the kernels in a "
+                                 "file (see: build --help)")
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["compile"]:                 # its own parser
         from .cli import main as run_compile
         return run_compile(argv[1:])
+    if argv[:1] == ["build"]:
+        from .build import main as run_build
+        return run_build(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)
 

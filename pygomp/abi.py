@@ -15,11 +15,12 @@ A target region whose function has no image on its device:
 from __future__ import annotations
 
 import itertools
+import json
 
 from . import api
-from .runtime import devices, env, kinds, mapping
+from .runtime import devices, env, images, kinds, mapping
 from .runtime.mapping import Item
-from .runtime.plugin import PluginError
+from .runtime.plugin import Image, KernelInfo, PluginError
 
 # shim.c's constants
 OP_TARGET, OP_DATA, OP_UPDATE, OP_ENTER, OP_EXIT = range(5)
@@ -28,6 +29,8 @@ EINVAL = 22
 
 ffi = lib = None
 _regions = {}                   # handle -> the mapping.Region of an open target data
+_tables = {}                    # a C table's address -> its registered OffloadImage
+_launch = {}                    # a table function's host address -> its launch sizes
 _handles = itertools.count(1)
 
 
@@ -87,7 +90,7 @@ def pg_py_target(device, fn, n, packed, args):
     dev = _device(device)
     items = _items(n, packed)
     if dev.loaded and mapping.find_function(dev, fn) is not None:
-        mapping.target(dev, fn, items)
+        mapping.target(dev, fn, items, _launch.get(fn, (0, 0, 0)))
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -137,6 +140,41 @@ def pg_py_end_data(handle):
 
 def pg_py_at_exit():
     devices.finalize_all()
+
+
+MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)
+
+
+def pg_py_table(op, version, host_table, data):
+    """GOMP_offload_register_ver (op 1) / unregister (op 0) of a pygomp table."""
+    if op == 0:
+        table = _tables.pop(host_table, None)
+        if table is not None:
+            images.unregister(table)
+            for f in table.functions:
+                _launch.pop(f, None)
+        return 1
+    if ffi.buffer(ffi.cast("char *", data), 8)[:] != MAGIC:
+        raise ValueError(f"the offload table at {data:#x} is not pygomp's (no {MAGIC!r})")
+    words = ffi.cast("uint64_t *", data)
+    meta = json.loads(ffi.string(ffi.cast("char *", words[1])).decode())
+    codes = ffi.cast("uint64_t *", words[3])
+    sizes = ffi.cast("uint64_t *", words[4])
+    ends = ffi.cast("uint64_t *", host_table)        # GCC's: functions, then variables
+    functions, pairs = (ffi.unpack(ffi.cast("uint64_t *", lo), (hi - lo) // 8) if hi > lo
+                        else [] for lo, hi in ((ends[0], ends[1]), (ends[2], ends[3])))
+    imgs = tuple(
+        Image(m["target"], ffi.buffer(ffi.cast("char *", codes[i]), sizes[i])[:],
+              tuple(KernelInfo(**{k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in info.items()}) for info in m["kernels"]),
+              tuple(tuple(v) for v in m["variables"]), m["identity"], m["name"])
+        for i, m in enumerate(meta["images"]))
+    table = images.OffloadImage(functions=functions, variables=list(zip(pairs[::2], pairs[1::2])),
+                                images=imgs, name=meta["name"])
+    for f in functions:
+        _launch[f] = tuple(meta["launch"])
+    _tables[host_table] = images.register(table)
+    return 1
 
 
 # -- omp_* routines: C's values (NULL, 0, EINVAL) where libgomp gives them -----------

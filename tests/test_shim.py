@@ -20,6 +20,7 @@ import pytest
 from pygomp import shim
 
 HERE = Path(__file__).parent / "c"
+EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc"]
 TIMEOUT = 180
 
@@ -46,7 +47,7 @@ def _env(**extra):
 def _compile(exe: Path, src: str, *flags) -> str:
     cc = "g++" if src.endswith(".cc") else "gcc"
     cmd = [cc, "-fopenmp", "-foffload=disable", "-O1", "-Wall", str(HERE / src), "-o", str(exe),
-           *flags]
+           *flags]             # (HERE / an absolute path) is that path
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, f"$ {' '.join(cmd)}\n{done.stderr}"
     return str(exe)
@@ -61,6 +62,11 @@ def built(tmp_path_factory):
     jobs = {src: (src,) for src in PROGRAMS}
     jobs["maps-linked"] = ("maps.c", f"-L{libdir}", "-lpygomp", f"-Wl,-rpath,{libdir}")
     jobs["libinterop.so"] = ("interop.c", "-shared", "-fPIC")
+    tables = out / "kernels_offload.c"         # Python kernels, called from C
+    done = subprocess.run([sys.executable, "-m", "pygomp", "build", str(EXAMPLE / "kernels.py"),
+                           "-o", str(tables)], capture_output=True, text=True, env=_env())
+    assert done.returncode == 0, done.stderr
+    jobs["saxpy"] = (str(EXAMPLE / "saxpy.c"), str(tables), "-lm")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {k: pool.submit(_compile, out / k.replace(".", "_"), *job)
                    for k, job in jobs.items()}
@@ -88,6 +94,11 @@ def _runs(lib, exes):
     for mode in ("extend", "use_device_ptr", "attach_null"):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
     runs["leftover"] = ([exes["errors.c"], "leftover"], _env(PYGOMP_INFO="0x4", **pre))
+    runs["tables-host"] = ([exes["saxpy"], "5000"], _env(PYGOMP_INFO="0x18", **pre))
+    runs["tables-libgomp"] = ([exes["saxpy"], "5000"], _env())
+    if _opencl_devices():
+        runs["tables-opencl"] = ([exes["saxpy"], "5000"],
+                                 _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x18", **pre))
     if _opencl_devices():
         runs["no-image"] = ([exes["errors.c"], "fallback"],
                             _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x10", **pre))
@@ -201,6 +212,27 @@ def test_device_without_image(runs):
                      r"host fallback", done.stderr)
     _fatal(runs["no-image-mandatory"], "OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
                                        "cannot be used for offloading")
+
+
+@pytest.mark.parametrize("where", ["host", "opencl"])
+def test_c_calls_kernels_written_in_python(runs, where):
+    """examples/c: `python -m pygomp build kernels.py` gives saxpy and dot C entry points;
+    under the shim they run from the table's images (a launch a call), and inside the
+    program's own target data region they copy nothing."""
+    if f"tables-{where}" not in runs:
+        pytest.skip("no OpenCL device")
+    done = runs[f"tables-{where}"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok" in done.stdout
+    assert len(re.findall(r"device 0: run 0x[0-9a-f]+ launch", done.stderr)) == 5
+    # saxpy maps x and y (2), the data region (2), the three calls in it (0), dot (2)
+    assert len(re.findall(r"copy to device", done.stderr)) == 6, done.stderr
+
+
+def test_c_kernels_without_the_shim(runs):
+    """Under libgomp alone the table's host code runs (libgomp's host fallback)."""
+    done = runs["tables-libgomp"]
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
 def test_only_the_offload_entry_points_are_exported(built):

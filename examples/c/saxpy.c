@@ -40,8 +40,9 @@ int main(int argc, char **argv)
         want += (double)xi * yi;
     }
     int ok = err < 1e-5 && fabs(d - want) <= 1e-4 * fabs(want);
-    printf("saxpy and dot of %ld floats on device %d: %s (max error %.2g, dot %.6g)\n",
-           (long)n, omp_get_default_device(), ok ? "ok" : "WRONG", err, d);
+    printf("saxpy and dot of %ld floats on device %d of %d: %s (max error %.2g, dot %.6g)\n",
+           (long)n, omp_get_default_device(), omp_get_num_devices(), ok ? "ok" : "WRONG",
+           err, d);
     free(x);
     free(y);
     return !ok;
