@@ -14,6 +14,7 @@ A target region whose function has no image on its device:
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 
@@ -22,10 +23,8 @@ from .runtime import devices, env, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
-# shim.c's constants
-OP_TARGET, OP_DATA, OP_UPDATE, OP_ENTER, OP_EXIT = range(5)
-DEVICE_ICV, DEVICE_HOST_FALLBACK = -1, -2          # gomp-constants.h (ICV: in shim.c)
-EINVAL = 22
+OP_TARGET, OP_DATA, OP_UPDATE, OP_ENTER, OP_EXIT = range(5)    # shim.c's constants
+EINVAL = errno.EINVAL
 
 ffi = lib = None
 _regions = {}                   # handle -> the mapping.Region of an open target data

@@ -98,8 +98,8 @@ def fetch(cache: Path) -> Path:
 
 def check_constants(header: Path) -> list[str]:
     """Mismatches between gomp-constants.h and the values pygomp uses: the map kinds of
-    pygomp.runtime.kinds, abi.py's device numbers and shim.c's #defines."""
-    from pygomp import abi
+    pygomp.runtime.kinds, the resolver's device numbers and shim.c's #defines."""
+    from pygomp.runtime import devices
     text = header.read_text().replace("\\\n", " ")
     exprs = dict(re.findall(r"#define\s+GOMP_(\w+)[ \t]+(.+)", text))
     enum = re.search(r"enum gomp_map_kind\s*{(.*?)};", text, re.S).group(1)
@@ -113,7 +113,8 @@ def check_constants(header: Path) -> list[str]:
 
     ours = {f"MAP_{n}": getattr(kinds, n) for n in dir(kinds)
             if n.isupper() and f"MAP_{n}" in exprs and isinstance(getattr(kinds, n), int)}
-    ours.update({"DEVICE_ICV": abi.DEVICE_ICV, "DEVICE_HOST_FALLBACK": abi.DEVICE_HOST_FALLBACK,
+    ours.update({"DEVICE_ICV": devices.GOMP_DEVICE_ICV,
+                 "DEVICE_HOST_FALLBACK": devices.GOMP_DEVICE_HOST_FALLBACK,
                  "TARGET_FLAG_NOWAIT": kinds.TARGET_FLAG_NOWAIT,
                  "TARGET_FLAG_EXIT_DATA": kinds.TARGET_FLAG_EXIT_DATA})
     shim_c = (Path(__file__).resolve().parents[2] / "csrc" / "shim.c").read_text()
