@@ -563,8 +563,9 @@ EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t eleme
 
 /* -- offload tables ------------------------------------------------------------------ */
 
-/* pygomp's tables (pygomp/build.py) are kept here from the program's constructors on,
-   and handed to Python when it starts; every other target type is libgomp's. */
+/* pygomp's tables (pygomp/build.py) wait here from the program's constructors on, until
+   Python starts; then they, and every later one, go to Python.  Every other target
+   type is libgomp's. */
 #define TARGET_TYPE 0x7067
 
 struct table {
@@ -572,7 +573,7 @@ struct table {
     const void *host_table, *data;
     struct table *next;
 };
-static struct table *tables;
+static struct table *waiting;        /* registered before Python started, in order */
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_to_python;         /* Python has them, and gets new ones at once */
 
@@ -587,11 +588,16 @@ static void hand_over_tables(void)
 {
     pthread_mutex_lock(&tables_lock);
     tables_to_python = 1;
-    struct table *t = tables;
+    struct table *t = waiting;
+    waiting = NULL;
     pthread_mutex_unlock(&tables_lock);
-    for (; t; t = t->next)           /* older entries never change: walk without the lock */
+    while (t) {
+        struct table *next = t->next;
         if (!pg_py_table(1, t->version, (uintptr_t)t->host_table, (uintptr_t)t->data))
             fail();
+        free(t);
+        t = next;
+    }
 }
 
 EXPORT void GOMP_offload_register_ver(unsigned version, const void *host_table,
@@ -602,16 +608,17 @@ EXPORT void GOMP_offload_register_ver(unsigned version, const void *host_table,
         real_register(version, host_table, target_type, data);
         return;
     }
-    struct table *t = malloc(sizeof *t);
-    if (!t)
-        fatal("pygomp: out of memory registering an offload table");
-    *t = (struct table){version, host_table, data, NULL};
     pthread_mutex_lock(&tables_lock);
-    struct table **end = &tables;
-    while (*end)
-        end = &(*end)->next;
-    *end = t;
     int now = tables_to_python;
+    if (!now) {
+        struct table *t = malloc(sizeof *t), **end = &waiting;
+        if (!t)
+            fatal("pygomp: out of memory registering an offload table");
+        *t = (struct table){version, host_table, data, NULL};
+        while (*end)
+            end = &(*end)->next;
+        *end = t;
+    }
     pthread_mutex_unlock(&tables_lock);
     if (now)
         to_python(1, version, host_table, data);
@@ -627,7 +634,14 @@ EXPORT void GOMP_offload_unregister_ver(unsigned version, const void *host_table
     }
     pthread_mutex_lock(&tables_lock);
     int now = tables_to_python && !finished;
+    for (struct table **p = &waiting; *p; p = &(*p)->next)
+        if ((*p)->host_table == host_table) {      /* never handed over: forget it */
+            struct table *gone = *p;
+            *p = gone->next;
+            free(gone);
+            break;
+        }
     pthread_mutex_unlock(&tables_lock);
-    if (now)                         /* the list keeps it: a walk may be under way */
+    if (now)
         to_python(0, version, host_table, data);
 }

@@ -67,6 +67,8 @@ def built(tmp_path_factory):
                            "-o", str(tables)], capture_output=True, text=True, env=_env())
     assert done.returncode == 0, done.stderr
     jobs["saxpy"] = (str(EXAMPLE / "saxpy.c"), str(tables), "-lm")
+    jobs["libkernels.so"] = (str(tables), "-shared", "-fPIC")
+    jobs["tables.c"] = ("tables.c", "-ldl")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {k: pool.submit(_compile, out / k.replace(".", "_"), *job)
                    for k, job in jobs.items()}
@@ -96,6 +98,8 @@ def _runs(lib, exes):
     runs["leftover"] = ([exes["errors.c"], "leftover"], _env(PYGOMP_INFO="0x4", **pre))
     runs["tables-host"] = ([exes["saxpy"], "5000"], _env(PYGOMP_INFO="0x18", **pre))
     runs["tables-libgomp"] = ([exes["saxpy"], "5000"], _env())
+    runs["tables-dlopen"] = ([exes["tables.c"], exes["libkernels.so"]],
+                             _env(PYGOMP_INFO="0x10", **pre))
     if _opencl_devices():
         runs["tables-opencl"] = ([exes["saxpy"], "5000"],
                                  _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x18", **pre))
@@ -227,6 +231,14 @@ def test_c_calls_kernels_written_in_python(runs, where):
     assert len(re.findall(r"device 0: run 0x[0-9a-f]+ launch", done.stderr)) == 5
     # saxpy maps x and y (2), the data region (2), the three calls in it (0), dot (2)
     assert len(re.findall(r"copy to device", done.stderr)) == 6, done.stderr
+
+
+def test_tables_of_libraries_loaded_and_unloaded(runs):
+    """A library's table unregistered before Python starts is forgotten; one loaded later
+    goes to the runtime at once and runs from its image; unloading unregisters it."""
+    done = runs["tables-dlopen"]
+    assert done.returncode == 0 and "check failed" not in done.stderr, done.stderr
+    assert len(re.findall(r"device 0: run 0x[0-9a-f]+ launch", done.stderr)) == 2
 
 
 def test_c_kernels_without_the_shim(runs):
