@@ -54,9 +54,21 @@ def _words(exc) -> str:
     return f"pygomp: {type(exc).__name__}: {exc}"
 
 
+_resolved = (None, None, None)   # (number, device list, device): the last resolution
+
+
 def _device(device: int) -> devices.Device:
-    """The device of a construct (shim.c has already read GOMP_DEVICE_ICV)."""
-    return devices.resolve(device, compiled=True)
+    """The device of a construct (shim.c has already read GOMP_DEVICE_ICV).  The last
+    device that a number named itself is reused while the device list and its state
+    stay (anything else goes through the resolver, with its fallbacks and messages)."""
+    global _resolved
+    number, devs, dev = _resolved
+    if number == device and devs is devices.all_devices() and dev.state == "initialized":
+        return dev
+    dev = devices.resolve(device, compiled=True)
+    if dev.number == device:
+        _resolved = (device, devices.all_devices(), dev)
+    return dev
 
 
 _new = tuple.__new__            # an Item without namedtuple's slower constructor
