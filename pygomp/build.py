@@ -141,6 +141,11 @@ def _word(name, t: T.Scalar) -> str:
 def _images(spec, targets):
     """An image of ``spec`` for every device identity of every target (compiled now)."""
     out = []
+    found = {p.target for p in devices.plugins().values()
+             if not isinstance(p, Exception) and p.num_devices()}
+    for t in sorted(set(targets) - found):
+        print(f"pygomp build: no {t} device here: {spec.kernel.__name__} gets no {t} image",
+              file=sys.stderr)
     for plugin in devices.plugins().values():
         if isinstance(plugin, Exception) or plugin.target not in targets:
             continue

@@ -15,9 +15,16 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import ctypes
+
+import numpy as np
 import pytest
 
 from pygomp import shim
+from pygomp.runtime import kinds, mapping
+from pygomp.runtime.mapping import Item, MappingError
+
+from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F401
 
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
@@ -263,3 +270,36 @@ def test_shim_command_prints_the_path(tmp_path):
                           text=True, env=_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == shim.path() + "\n"
+
+
+# -- kinds no gcc 12 C or C++ construct emits, through the core directly --------------
+
+def test_pointer_kind_translates_a_pointer_variable(dev):
+    """GOMP_MAP_POINTER (Fortran's; libgomp's rule): the pointer variable is mapped too,
+    and its device copy holds the device address of its target (looked up at the
+    target plus the bias, the item's size).  An unmapped target is libgomp's error,
+    and nothing stays mapped."""
+    a = np.arange(8.0)
+    ptr = ctypes.c_uint64(addr(a))
+    region = mapping.begin(dev, [Item(addr(a), a.nbytes, kinds.TO, a),
+                                 Item(ctypes.addressof(ptr), 16, kinds.POINTER, ptr)])
+    assert dev_read(dev, region.args[1], np.zeros(1, np.uint64))[0] == region.args[0]
+    mapping.end(region)
+    assert user_entries(dev) == [] and ptr.value == addr(a)
+    other = ctypes.c_uint64(addr(np.zeros(4)))
+    with pytest.raises(MappingError, match="Pointer target of array section wasn't mapped"):
+        mapping.begin(dev, [Item(addr(a), a.nbytes, kinds.TO, a),
+                            Item(ctypes.addressof(other), 0, kinds.POINTER, other)])
+    assert user_entries(dev) == []
+
+
+def test_failed_attach_leaves_nothing_mapped(dev):
+    """A struct mapped with a pointer member whose target is not mapped: the error names
+    the pointer, and neither the struct nor an attach count stays behind."""
+    s = (ctypes.c_uint64 * 2)(0, addr(np.zeros(4)))       # { int64 x; double *p; }
+    base = ctypes.addressof(s)
+    with pytest.raises(MappingError, match=f"pointer target not mapped for attach "
+                                           f"\\(the pointer at {base + 8:#x}"):
+        mapping.enter_data(dev, [Item(base, 16, kinds.TO, s),
+                                 Item(base + 8, 0, kinds.ATTACH)])
+    assert user_entries(dev) == []

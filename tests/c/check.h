@@ -17,3 +17,6 @@ static int failures(void)
 void *omp_get_mapped_ptr(const void *ptr, int device_num) __attribute__((weak));
 int omp_target_is_accessible(const void *ptr, size_t size, int device_num)
     __attribute__((weak));
+int omp_target_memcpy_async(void *dst, const void *src, size_t length, size_t dst_offset,
+                            size_t src_offset, int dst_device_num, int src_device_num,
+                            int depobj_count, omp_depend_t *depobj_list) __attribute__((weak));

@@ -222,6 +222,20 @@ static void device_memory_routines(void)
     CHECK(omp_target_memcpy_rect(out, dm, sizeof(int), 2, vol, off, off, dims, dims, host, dev) == 0);
     CHECK(out[1][1] == 5 && out[2][3] == 11 && out[0][0] == 0 && out[1][0] == 0);
     CHECK(omp_target_memcpy(dst, d, 4, 0, 0, 99, host) != 0);     /* no device 99 */
+    /* the async form: a task, ordered after the tasks its depend object names */
+    int later[6] = {0};
+    omp_depend_t dep;
+    #pragma omp depobj(dep) depend(inout: later)
+    #pragma omp parallel num_threads(2)
+    #pragma omp single
+    {
+        #pragma omp task depend(out: later)
+        later[0] = -1;
+        CHECK(omp_target_memcpy_async(later, d, sizeof later, 0, 0, host, dev, 1, &dep) == 0);
+        #pragma omp taskwait
+    }
+    #pragma omp depobj(dep) destroy
+    CHECK(later[0] == 10 && later[5] == 60);
     CHECK(omp_target_alloc(16, -7) == NULL);
     omp_target_free(dm, dev);
     omp_target_free(d, dev);
