@@ -12,6 +12,7 @@ def info(args) -> int:
     if upc_lines == []:
         return 0
     s = env.settings()
+    devs = devices.all_devices()        # a bad setting fails here, before any output
     print("plugins:")
     for name, p in sorted(devices.plugins().items()):
         if isinstance(p, Exception):
@@ -20,7 +21,7 @@ def info(args) -> int:
             caps = ", ".join(sorted(p.capabilities)) or "-"
             print(f"  {name}: target {p.target}, API v{p.api_version}, {caps}")
     print("devices:")
-    for dev in devices.all_devices():
+    for dev in devs:
         i = dev.info
         what = "initial device (host, shared memory)" if dev.is_initial else (
             f"{dev.plugin.name}:{dev.local} {i.kind}")
@@ -74,7 +75,13 @@ def main(argv=None) -> int:
         from .build import main as run_build
         return run_build(argv[1:])
     args = parser.parse_args(argv)
-    return args.func(args)
+    from .runtime.devices import OffloadError
+    from .runtime.env import EnvError
+    try:
+        return args.func(args)
+    except (OffloadError, EnvError) as e:      # a setting that cannot work: say which
+        print(f"python -m pygomp {args.command}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """OpenMP device routines under their spec names.
 
-Where C takes a pointer these take a numpy array (its data address), an int address,
-or None (NULL).  Device addresses are ints; NULL is 0.  Return values follow C: 0 for
+Where C takes a pointer these take an array (its data address: numpy arrays, objects
+with ``__array_interface__`` or the buffer protocol, ctypes objects), an int address, or
+None (NULL).  Device addresses are ints; NULL is 0.  Return values follow C: 0 for
 success, an errno value (EINVAL) for failure, 1/0 for true/false.
 """
 from __future__ import annotations
@@ -11,7 +12,9 @@ import errno
 
 import numpy as np
 
+from .constructs import ARRAYS, as_array
 from .runtime import devices, mapping
+from .runtime.plugin import PluginError
 
 omp_initial_device = devices.INITIAL_DEVICE
 omp_invalid_device = devices.INVALID_DEVICE
@@ -20,13 +23,13 @@ omp_invalid_device = devices.INVALID_DEVICE
 def _addr(p) -> int:
     if p is None:
         return 0
-    if isinstance(p, np.ndarray):
-        return p.__array_interface__["data"][0]
     if isinstance(p, int):
         return p
-    if isinstance(p, ctypes._SimpleCData | ctypes.Array | ctypes.Structure):
-        return ctypes.addressof(p)
-    raise TypeError(f"pygomp: expected an array, an int address or None, not {type(p).__name__}")
+    a = as_array(p)
+    if a is None:
+        raise TypeError(f"pygomp: expected an array ({ARRAYS}), an int address or None, "
+                        f"not {type(p).__name__}")
+    return a.__array_interface__["data"][0]
 
 
 def _device(n) -> devices.Device:
@@ -58,8 +61,12 @@ def omp_get_device_num() -> int:
 
 
 def omp_target_alloc(size: int, device_num: int) -> int:
+    """Device memory of ``size`` bytes, or 0 (NULL) when the device cannot give it."""
     dev = _device(device_num)
-    return dev.plugin.alloc(dev.local, size)
+    try:
+        return dev.plugin.alloc(dev.local, size)
+    except PluginError:
+        return 0
 
 
 def omp_target_free(device_ptr, device_num: int) -> None:

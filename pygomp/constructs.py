@@ -1,7 +1,7 @@
 """The data constructs in Python: target data, enter/exit data, update.
 
-Items are contiguous numpy arrays or views of them, optionally wrapped in `always(...)`
-and `present(...)`; ``device=None`` is the default device.
+Items are contiguous arrays (`as_array`) or views of them, optionally wrapped in
+`always(...)` and `present(...)`; ``device=None`` is the default device.
 """
 from __future__ import annotations
 
@@ -33,13 +33,39 @@ def present(a):
     return _Modified(a, kinds.FLAG_PRESENT)
 
 
+def as_array(obj):
+    """``obj`` as a numpy array over the same memory, or None if it is no array: an
+    ndarray (np.memmap and other subclasses too) as it is; an object with
+    ``__array_interface__`` or the buffer protocol (bytearray, array.array, ctypes
+    arrays, memoryview, ...) viewed without a copy."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if isinstance(obj, (np.generic, int, float, complex, str)):
+        return None
+    if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
+        return np.asarray(obj)
+    try:
+        return np.asarray(memoryview(obj))
+    except TypeError:
+        return None
+
+
+ARRAYS = ("numpy arrays (and subclasses such as np.memmap), objects with "
+          "__array_interface__ or the buffer protocol")
+
+
 def array_item(a, kind, flags=0) -> mapping.Item:
     """A map item for one array: its memory range, kind and owner."""
     if isinstance(a, _Modified):
         flags |= a.flags
         a = a.array
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"pygomp: only numpy arrays can be mapped, not {type(a).__name__}")
+    obj, a = a, as_array(a)
+    if a is None:
+        raise TypeError(f"pygomp: only arrays can be mapped ({ARRAYS}), not "
+                        f"{type(obj).__name__}")
+    if kinds.copies_from(kind) and not a.flags.writeable:
+        raise TypeError(f"pygomp: a read-only array (shape {a.shape}) cannot be mapped "
+                        f"{kinds.name(kind).lower()}: nothing may be copied into it")
     if not (a.flags.c_contiguous or a.flags.f_contiguous):
         raise TypeError(f"pygomp: cannot map a non-contiguous array (shape {a.shape}, "
                         f"strides {a.strides}): map its contiguous base, or a copy "
@@ -52,7 +78,7 @@ def array_item(a, kind, flags=0) -> mapping.Item:
 
 def _items(spec):
     for kind, arrays in spec:
-        if isinstance(arrays, (np.ndarray, _Modified)):
+        if isinstance(arrays, _Modified) or as_array(arrays) is not None:
             arrays = (arrays,)
         for a in arrays:
             yield array_item(a, kind)

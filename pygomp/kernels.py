@@ -45,6 +45,7 @@ from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target, 
                             gang, gang_id, num_gangs, num_workers, parallel_range,
                             shared_array, vector, vector_id, vector_length, worker,
                             worker_id)
+from .constructs import ARRAYS, as_array
 from .runtime import devices, images, kinds, mapping, tasks
 from .runtime.plugin import PluginError
 
@@ -97,7 +98,19 @@ def _word(t: T.Scalar):
 
 
 def _key(args):
-    return tuple([(a.dtype.num, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
+    return tuple([(a.dtype.num, a.ndim) if isinstance(a, np.ndarray) else type(a)
+                  for a in args])
+
+
+def _arrays(args):
+    """The arguments with every array-like (see `constructs.as_array`) as an ndarray."""
+    out = []
+    for a in args:
+        if not isinstance(a, (np.ndarray, int, float, np.generic)):
+            view = as_array(a)
+            a = a if view is None else view
+        out.append(a)
+    return out
 
 
 class Spec:
@@ -171,14 +184,18 @@ class Spec:
                 if m is not None and m[0]() is a and m[1] == a.shape:
                     extend(m[2])
                     continue
-                if type(a) is not np.ndarray:
-                    raise TypeError(f"{pname} must be a numpy array, not {type(a).__name__}")
+                if not isinstance(a, np.ndarray):
+                    raise TypeError(f"{pname} must be an array ({ARRAYS}), not "
+                                    f"{type(a).__name__}")
                 if not a.flags.c_contiguous:
                     raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
                                     f"pass a contiguous copy (np.ascontiguousarray)")
+                writeable = a.flags.writeable
+                if not writeable:           # nothing may be copied back into it
+                    how &= ~kinds.FLAG_FROM
                 mine = [_Item(a.ctypes.data, a.nbytes, how, a, pname)]
                 mine += [_Item(s, 0, _FPI, None) for s in a.shape]
-                memo[pos] = (weakref.ref(a), a.shape, mine)
+                memo[pos] = (weakref.ref(a), a.shape, mine) if writeable else None
                 extend(mine)
             else:
                 add(_Item(how(a), 0, _FPI, None))
@@ -233,8 +250,10 @@ class Kernel:
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
-        sig = inspect.signature(fn)
+        sig = self.signature = inspect.signature(fn)
         self.param_names = list(sig.parameters)
+        self.defaults = {p.name: p.default for p in sig.parameters.values()
+                         if p.default is not inspect.Parameter.empty}
         self.annotations = {}
         for p in sig.parameters.values():
             ann = p.annotation
@@ -297,8 +316,20 @@ class Kernel:
         dialect = target if isinstance(target, _emit.Dialect) else dialect_for(target)
         return self.spec(args).unit(dialect).source
 
+    def bind(self, args, kwargs):
+        """The arguments of a call in parameter order, bound as Python binds them
+        (keywords, defaults)."""
+        try:
+            b = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        b.apply_defaults()
+        return tuple(b.arguments[n] for n in self.param_names)
+
     # -- calls --------------------------------------------------------------------
-    def __call__(self, *args, nowait=None, depend=None):
+    def __call__(self, *args, nowait=None, depend=None, **kwargs):
+        if kwargs or len(args) != len(self.param_names):
+            args = self.bind(args, kwargs)
         return self._launch(self.device, args, nowait, depend)
 
     def on(self, device, nowait=None, depend=None):
@@ -317,7 +348,9 @@ class Kernel:
             return self._run(device, args)
         dev = devices.resolve(device)
         if dev.plugin.asynchronous:
-            task = tasks.submit_queued(dev, lambda wait_for: self._start(dev, args, wait_for),
+            s, items = self._prepare(args, dev)     # compiles before taking the tasks' lock
+            task = tasks.submit_queued(dev, lambda wait_for: self._start(dev, s, items,
+                                                                         wait_for),
                                        lambda: self._run(device, args, dev),
                                        depend=_depend(depend))
         else:
@@ -329,6 +362,7 @@ class Kernel:
         s = self._last
         items = s.quick_items(args) if s is not None else None
         if items is None:
+            args = _arrays(args)
             s = self._specs.get(_key(args)) or self.spec(args)
             items = s.items(args)
             for pos, a in enumerate(args):
@@ -351,9 +385,9 @@ class Kernel:
         mapping.target(dev, s.symbol.address, items, self.launch)
         return out[0].item()
 
-    def _start(self, dev, args, wait_for):
-        """Start the kernel on a device with a queue (see `tasks.submit_queued`)."""
-        s, items = self._prepare(args, dev)
+    def _start(self, dev, s, items, wait_for):
+        """Start specialization ``s`` with map items ``items`` on a device with a queue
+        (see `tasks.submit_queued`)."""
         out = None
         if s.ret_dtype is not None:
             out = np.empty(1, s.ret_dtype)
@@ -374,8 +408,10 @@ class Bound:
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
         self.dev = self.devs = None     # the resolved device, and the device list it is of
 
-    def __call__(self, *args, nowait=None, depend=None):
+    def __call__(self, *args, nowait=None, depend=None, **kwargs):
         k = self.kernel
+        if kwargs or len(args) != len(k.param_names):
+            args = k.bind(args, kwargs)
         nowait = self.nowait if nowait is None else nowait
         depend = self.depend if depend is None else depend
         if not (nowait or depend or k.nowait or k.depend):

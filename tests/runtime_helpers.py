@@ -52,9 +52,10 @@ class CountingHostPlugin(HostPlugin):
                     self.fail_alloc_at = None
                     return 0
         addr = super()._alloc_impl(dev, size)
-        with self._count_lock:
-            self.allocs += 1
-            self.live[addr] = size
+        if addr:
+            with self._count_lock:
+                self.allocs += 1
+                self.live[addr] = size
         return addr
 
     def _free_impl(self, dev, addr):

@@ -122,6 +122,36 @@ def test_target_alloc_free(devs, plugin):
     omp_target_free(q, CL)
 
 
+@pytest.mark.parametrize("dev", [HOSTDEV, CL, INITIAL])
+def test_target_alloc_beyond_the_device_is_null(devs, plugin, dev):
+    # C's value (NULL), not an exception, as for every other failure of the routine
+    assert omp_target_alloc(1 << 50, dev) == 0
+    assert omp_target_alloc(-1, dev) == 0
+    assert plugin.live == {}
+
+
+def test_routines_take_array_likes(devs):
+    import array
+    import ctypes
+    src = array.array("i", range(10))
+    out = bytearray(40)
+    p = omp_target_alloc(40, CL)
+    try:
+        assert omp_target_memcpy(p, src, 40, 0, 0, CL, INITIAL) == 0
+        assert omp_target_memcpy(memoryview(out), p, 40, 0, 0, INITIAL, CL) == 0
+        assert np.frombuffer(out, np.int32).tolist() == list(range(10))
+        c = (ctypes.c_int32 * 10)()
+        assert omp_target_memcpy(c, p, 20, 4, 0, INITIAL, CL) == 0
+        assert list(c) == [0] + list(range(5)) + [0] * 4
+    finally:
+        omp_target_free(p, CL)
+    with target_data(HOSTDEV, tofrom=[src]):
+        assert omp_target_is_present(src, HOSTDEV) and omp_get_mapped_ptr(src, HOSTDEV)
+    with pytest.raises(TypeError, match="expected an array .*, an int address or None, "
+                                        "not str"):
+        omp_target_is_present("abc", HOSTDEV)
+
+
 @pytest.mark.parametrize("dev", [HOSTDEV, CL])
 def test_memcpy_host_device_host(devs, dev):
     src = np.arange(100, dtype=np.int32)

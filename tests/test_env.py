@@ -76,7 +76,7 @@ def test_mandatory_without_an_offload_device(value):
             pass
         print("explicit host ok", flush=True)
         pygomp.target_enter_data(to=a)
-    """, OMP_TARGET_OFFLOAD=value, PYGOMP_DEVICES="")
+    """, OMP_TARGET_OFFLOAD=value, PYGOMP_DEVICES="none")
     assert r.stdout.splitlines() == ["0 -4", "explicit host ok"]
     failed_with(r, "pygomp.runtime.devices.OffloadError",
                 "OMP_TARGET_OFFLOAD is set to MANDATORY, but only the host device is available")
@@ -143,7 +143,7 @@ def test_display_env():
     assert ok(r) == "imported\n"
     assert r.stderr.splitlines() == [
         "OPENMP DISPLAY ENVIRONMENT BEGIN",
-        "  _OPENMP = '201511'",
+        "  _OPENMP = '202111'",           # OpenMP 5.2, whose map rules the runtime follows
         "  OMP_DEFAULT_DEVICE = '1'",
         "  OMP_TARGET_OFFLOAD = 'MANDATORY'",
         "OPENMP DISPLAY ENVIRONMENT END"]
@@ -200,6 +200,54 @@ def test_selector_matching_nothing_lists_the_devices():
     assert "Portable Computing Language" in last or "no devices" in last
     failed_with(python(DEVICES, PYGOMP_DEVICES="host:3"), "pygomp.runtime.devices.OffloadError",
                 "PYGOMP_DEVICES: 'host:3' matches no device; host has 0: host (gcc)")
+
+
+@pytest.mark.parametrize("value", ["", " , "])
+def test_empty_devices_is_an_error(value):
+    r = python(DEVICES, PYGOMP_DEVICES=value)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("pygomp.runtime.devices.OffloadError: PYGOMP_DEVICES is empty: "
+                           "name devices as plugin[:selector], e.g. 'opencl:pocl,host', or "
+                           "'none' for the initial device alone; installed plugins: "), last
+    assert "host" in last.split("installed plugins: ")[1].split(", ")
+    assert ok(python(DEVICES, PYGOMP_DEVICES="none")).splitlines() == ["[(0, 'initial')]",
+                                                                      "0 0 0"]
+
+
+FALLBACK = """
+    import warnings, numpy as np, pygomp, pygomp.kernels as omp
+    from pygomp.runtime import devices
+    @omp.target
+    def inc(a):
+        for i in range(a.shape[0]):
+            a[i] += 1.0
+    a = np.zeros(3)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        inc.on(99)(a)
+        inc.on(99)(a)                                   # said once a device number
+        with pygomp.target_data(99, tofrom=[a]):         # the same number: said already
+            pass
+        inc(a)                                           # the default device
+    print(a[0], devices.resolve(99).is_initial)
+    for w in seen:
+        print(w.category.__name__, w.filename == "<string>", w.message)
+"""
+
+
+def test_a_missing_device_falls_back_once_with_a_warning():
+    out = ok(python(FALLBACK, PYGOMP_DEVICES="host", OMP_DEFAULT_DEVICE="7")).splitlines()
+    assert out == [
+        "3.0 True",
+        "OffloadWarning True device 99 does not exist (1 offload device, number 0, and the "
+        "initial device 1): running on the initial device instead",
+        "OffloadWarning True device 7 does not exist (1 offload device, number 0, and the "
+        "initial device 1): running on the initial device instead"]
+    r = python(FALLBACK, PYGOMP_DEVICES="host", OMP_TARGET_OFFLOAD="mandatory")
+    failed_with(r, "pygomp.runtime.devices.OffloadError",
+                "OMP_TARGET_OFFLOAD is set to MANDATORY, but device 99 not found "
+                "(devices 0..0 exist)")
 
 
 # -- PYGOMP_INFO ------------------------------------------------------------------------

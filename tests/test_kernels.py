@@ -537,8 +537,59 @@ def test_nowait_and_depend(device):
 def test_bad_arguments(device):
     with pytest.raises(TypeError, match="C-contiguous"):
         inc.on(device)(np.zeros((10, 10))[:, 0])
-    with pytest.raises(TypeError, match="takes 1 arguments"):
+    with pytest.raises(TypeError, match=r"^inc\(\): too many positional arguments$"):
         inc.on(device)(np.zeros(3), np.zeros(3))
+    with pytest.raises(TypeError, match=r"^saxpy\(\): missing a required argument: 'y'$"):
+        saxpy.on(device)(2.0, x=np.zeros(3))
+    with pytest.raises(TypeError, match="unsupported kernel argument of type list"):
+        saxpy.on(device)(2.0, [1.0], np.zeros(1))
+
+
+@omp.target
+def axpb(x, y, a: float = 2.0, b=1):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = a * x[i] + b
+
+
+def test_keyword_arguments_and_defaults(device):
+    x = np.arange(5.0)
+    for call, a, b in [(lambda y: saxpy.on(device)(a=3.0, x=x, y=y), 3.0, None),
+                       (lambda y: saxpy.on(device)(3.0, y=y, x=x), 3.0, None),
+                       (lambda y: axpb.on(device)(x, y), 2.0, 1),
+                       (lambda y: axpb.on(device)(x, y, b=5), 2.0, 5),
+                       (lambda y: axpb.on(device)(y=y, x=x, a=0.5), 0.5, 1),
+                       (lambda y: axpb.on(device)(x, y, 4.0, 7), 4.0, 7)]:
+        y = np.ones(5)
+        call(y)
+        assert np.array_equal(y, a * x + (1.0 if b is None else b))
+    y = np.ones(5)
+    f = axpb.on(device)(x, y=y, b=3, nowait=True)
+    assert f.wait() is None and np.array_equal(y, 2.0 * x + 3)
+
+
+def test_array_likes_as_arguments(device, tmp_path):
+    import array
+    import ctypes
+    mm = np.memmap(tmp_path / "y.bin", dtype=np.float64, mode="w+", shape=(6,))
+    mm[:] = 1.0
+    saxpy.on(device)(2.0, np.arange(6.0), mm)             # np.memmap, an ndarray subclass
+    mm.flush()
+    assert np.array_equal(np.fromfile(tmp_path / "y.bin"), 2.0 * np.arange(6.0) + 1.0)
+    ro = np.memmap(tmp_path / "y.bin", dtype=np.float64, mode="r", shape=(6,))
+    assert dot.on(device)(ro, ro) == float(np.dot(ro, ro))  # read-only: nothing copied back
+    y = np.zeros(6)
+    saxpy.on(device)(1.0, ro, y)
+    assert np.array_equal(y, ro)
+    x = array.array("d", [1.0, 2.0, 3.0])                  # the buffer protocol
+    c = (ctypes.c_double * 3)(10.0, 20.0, 30.0)
+
+    class Iface:                                          # only __array_interface__
+        def __init__(self, a):
+            self.a, self.__array_interface__ = a, a.__array_interface__
+    z = np.zeros(3)
+    saxpy.on(device)(2.0, x, c)
+    saxpy.on(device)(1.0, Iface(np.array(c)), Iface(z))
+    assert list(c) == [12.0, 24.0, 36.0] and z.tolist() == [12.0, 24.0, 36.0]
 
 
 def test_python_fallback_runs_sequentially():

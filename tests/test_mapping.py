@@ -340,6 +340,50 @@ def test_explicit_map_extending_a_mapped_range_fails(dev, plugin):
     target_exit_data(DEV, release=v)
 
 
+@pytest.mark.parametrize("kind", [kinds.FORCE_ALLOC, kinds.FORCE_TO, kinds.FORCE_FROM,
+                                  kinds.FORCE_TOFROM])
+def test_a_force_kind_on_a_present_object_fails(dev, plugin, kind):
+    # libgomp: a FORCE kind finding the object mapped is an error, even inside the entry
+    a = np.arange(8.0)
+    with target_data(DEV, to=a):
+        msg = re.escape(f"device 0: trying to map {rng(a, 8, 16)} when {rng(a)} is already "
+                        f"mapped ({kinds.name(kind)} needs an object not present)")
+        with pytest.raises(MappingError, match=msg):
+            mapping.begin(dev, [Item(addr(a) + 8, 8, kind, a)])
+        assert counts(dev, a) == (1, 0)
+    region = mapping.begin(dev, [Item(addr(a), a.nbytes, kind, a)])   # absent: mapped
+    assert counts(dev, a) == (1, 0)
+    mapping.end(region)
+    assert counts(dev, a) is None and plugin.live == {}
+
+
+def test_array_likes_are_mapped_in_place(dev):
+    import array
+    import tempfile
+    with tempfile.NamedTemporaryFile() as f:
+        mm = np.memmap(f.name, dtype=np.float64, mode="w+", shape=(4,))
+        buf = array.array("d", [1.0, 2.0, 3.0])
+        cbuf = (ctypes.c_int32 * 3)(7, 8, 9)
+
+        class Iface:            # only __array_interface__ (what a foreign array type offers)
+            def __init__(self, a):
+                self.a, self.__array_interface__ = a, a.__array_interface__
+        base = np.arange(5.0)
+        for obj, size in ((mm, 32), (buf, 24), (cbuf, 12), (bytearray(b"abc"), 3),
+                          (Iface(base), 40)):
+            view = np.asarray(obj).view(np.uint8).reshape(-1)
+            start, before = view.__array_interface__["data"][0], view.copy()
+            with target_data(DEV, tofrom=obj):
+                e = dev.map.find(start, start + 1)
+                assert (e.host_start, e.host_end) == (start, start + size)
+                assert omp_get_mapped_ptr(obj, DEV) == e.dev_start
+                assert (on_device(view) == before).all()
+                write_device(view, before + 1)          # what a kernel would do
+            assert not omp_target_is_present(obj, DEV)
+            assert (view == before + 1).all()           # copied back into the object
+        del mm
+
+
 def test_implicit_partial_presence_is_accepted(dev):
     a = np.arange(10.0)
     v = a[2:5]
@@ -454,8 +498,19 @@ def test_invalid_kinds_and_items(dev):
             "pygomp: cannot map a non-contiguous array (shape (5,), strides (16,)): map its "
             "contiguous base, or a copy (np.ascontiguousarray)")):
         target_enter_data(DEV, to=a[::2])
-    with pytest.raises(TypeError, match="only numpy arrays can be mapped, not list"):
+    with pytest.raises(TypeError, match=re.escape(
+            "pygomp: only arrays can be mapped (numpy arrays (and subclasses such as "
+            "np.memmap), objects with __array_interface__ or the buffer protocol), not list")):
         target_enter_data(DEV, to=[[1.0, 2.0]])
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    for how in ({"from_": ro}, {"tofrom": ro}):
+        with pytest.raises(TypeError, match=re.escape(
+                "pygomp: a read-only array (shape (4,)) cannot be mapped")):
+            with target_data(DEV, **how):
+                pass
+    with target_data(DEV, to=ro):           # nothing is copied into it: fine
+        assert omp_target_is_present(ro, DEV)
     with pytest.raises(MappingError, match="not valid on target exit data"):
         mapping.exit_data(dev, [array_item(a, kinds.TO)])
     with pytest.raises(MappingError, match="not valid on target enter data"):

@@ -316,6 +316,55 @@ def test_run_async_and_threads(dev, table, plugin):
         plugin.free(dev.local, b)
 
 
+def test_a_kernel_failing_on_the_device_is_a_plugin_error(dev, table, plugin):
+    import pyopencl as cl
+    fn = mapping.function_address(dev, table["saxpy"])
+    n = 64
+    x = np.ones(n, dtype=np.float32)
+    a = plugin.alloc(dev.local, x.nbytes)
+    try:
+        plugin.host2dev(dev.local, a, x.ctypes.data, x.nbytes)
+        gate = cl.UserEvent(plugin.cl_device(dev.local)[1])
+        event = plugin.run_async(dev.local, fn, [f32(1.0), a, a, n], wait_for=[gate])
+        gate.set_status(-1)             # what it waited for failed: so does the kernel
+        with pytest.raises(PluginError, match=rf"^device {dev.number} \(opencl "
+                                              rf"{dev.local}\): a kernel failed on the "
+                                              rf"device: RuntimeError: clWaitForEvents"):
+            plugin.wait(dev.local, event)
+        plugin.run(dev.local, fn, [f32(1.0), a, a, n])      # the queue goes on
+        y = np.empty_like(x)
+        plugin.dev2host(dev.local, y.ctypes.data, a, x.nbytes)
+        assert np.array_equal(y, np.full(n, 2.0, np.float32))
+    finally:
+        plugin.free(dev.local, a)
+
+
+def test_messages_name_the_device_number_the_user_chose():
+    # opencl is device 1 here: its errors say so (and its number in the plugin)
+    code = textwrap.dedent("""
+        import numpy as np, pygomp
+        from pygomp.runtime import devices
+        print([d.plugin.label(d.local) for d in devices.all_devices()])
+        for call in (lambda: pygomp.omp_target_free(12345, 1),
+                     lambda: pygomp.omp_target_memcpy(12345, np.zeros(2), 16, 0, 0, 1, 2)):
+            try:
+                call()
+            except pygomp.PluginError as e:
+                print(e)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_DEVICES="host,opencl:pocl", PYGOMP_CACHE_DIR=os.environ["PYGOMP_CACHE_DIR"])
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == ("['device 0 (host 0)', 'device 1 (opencl 0)', "
+                      "'device 2 (the initial device)']")
+    assert out[1].startswith("device 1 (opencl 0): free at 0x3039 failed: KeyError: ")
+    assert out[2].startswith("device 1 (opencl 0): host2dev 16 bytes from host 0x")
+    assert " to device 0x3039 failed: KeyError: " in out[2]
+
+
 def test_build_error_shows_the_python_line(plugin, dev):
     src = '#line 42 "mykernel.py"\n__kernel void k(__global int *x, ulong xo) { x[0] = y; }\n'
     bad = Source(src, (KernelInfo("bad", ("k",), ("p",)),))

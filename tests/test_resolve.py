@@ -1,11 +1,13 @@
 """`devices.resolve`: every row of its table of device numbers, under each
 OMP_TARGET_OFFLOAD setting, for Python callers, compiled C and the omp_* routines."""
+import warnings
+
 import pytest
 
 from pygomp import OffloadError, PluginError
 from pygomp.runtime import devices
 from pygomp.runtime.devices import (GOMP_DEVICE_HOST_FALLBACK, GOMP_DEVICE_ICV,
-                                    INITIAL_DEVICE, INVALID_DEVICE, resolve)
+                                    INITIAL_DEVICE, INVALID_DEVICE, OffloadWarning, resolve)
 
 from runtime_helpers import CountingHostPlugin, fresh_device, installed_devices, settings
 
@@ -40,12 +42,35 @@ def devs(offload):
 
 
 def fails(offload, number, **how):
-    """Resolving ``number`` is an error under mandatory, the initial device otherwise."""
+    """Resolving ``number`` is an error under mandatory, the initial device otherwise,
+    with at most one OffloadWarning (the first time for a number)."""
     if offload == "mandatory":
         with pytest.raises(OffloadError, match="OMP_TARGET_OFFLOAD is set to MANDATORY"):
             resolve(number, **how)
         return True
-    return resolve(number, **how) is devices.initial()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = resolve(number, **how)
+    assert len(seen) <= 1 and all(w.category is OffloadWarning for w in seen), seen
+    assert all(str(w.message).endswith(": running on the initial device instead")
+               for w in seen)
+    return got is devices.initial()
+
+
+def test_a_fallback_warns_once_a_number(devs, offload):
+    if offload == "mandatory":
+        pytest.skip("no fallback under mandatory")
+    for number, why in ((1, "device 1 cannot be initialized (host device 0: init failed: "
+                            "OSError: no such hardware)"),
+                        (7, "device 7 does not exist (2 offload devices, 0..1, and the "
+                            "initial device 2)")):
+        with pytest.warns(OffloadWarning) as seen:
+            assert resolve(number) is devs[2]
+        assert [str(w.message) for w in seen] == [
+            f"{why}: running on the initial device instead"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert resolve(number) is devs[2] and resolve(number, compiled=True) is devs[2]
 
 
 def test_offload_devices(devs, offload):
@@ -111,7 +136,10 @@ def test_mandatory_without_offload_devices():
 def test_disabled_offloads_nothing():
     initial = fresh_device(0, is_initial=True)
     with installed_devices([initial], settings(OMP_TARGET_OFFLOAD="disabled")):
-        assert resolve(None) is initial and resolve(0) is initial and resolve(5) is initial
+        assert resolve(None) is initial
+        with pytest.warns(OffloadWarning, match="^device 5 does not exist \\(no offload "
+                                                "device, and the initial device 0\\)"):
+            assert resolve(5) is initial
         assert resolve(0, routine=True) is initial
         with pytest.raises(OffloadError):
             resolve(INVALID_DEVICE)

@@ -99,3 +99,26 @@ def test_failures_are_raised_and_dependents_do_not_run(device):
     assert any(re.fullmatch(r"pygomp: 2 of 3 deferred tasks failed; this is the first failure",
                             n) for n in info.value.__notes__)
     pygomp.taskwait()                            # reported once: nothing is pending now
+
+
+def test_a_kernel_compiles_outside_the_tasks_lock(device, monkeypatch):
+    """Other threads may submit tasks while a nowait call's kernel is being built."""
+    dev = devices.all_devices()[device]
+    seen = []
+    real = type(dev.plugin).compile
+
+    def compile(self, *args):
+        free = tasks._lock.acquire(timeout=5)   # another thread could submit a task now
+        if free:
+            tasks._lock.release()
+        seen.append(free)
+        return real(self, *args)
+    monkeypatch.setattr(type(dev.plugin), "compile", compile)
+
+    @omp.target
+    def fresh(y):               # a new kernel: its first call compiles it
+        for i in omp.parallel_range(y.shape[0]):
+            y[i] += 3.0
+    y = np.zeros(10)
+    fresh.on(device)(y, nowait=True, depend={"inout": [y]}).wait()
+    assert (y == 3).all() and seen == [True]

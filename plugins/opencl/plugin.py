@@ -222,7 +222,7 @@ class OpenCLPlugin(Plugin):
         needs = set().union(*(k.requires for k in image.kernels))
         missing = needs - self.device_capabilities(dev)
         if missing:
-            raise PluginError(f"opencl device {dev} ({self.devices()[dev].name}): image "
+            raise PluginError(f"{self.label(dev)} ({self.devices()[dev].name}): image "
                               f"{image.name or '?'} needs {', '.join(sorted(missing))}, "
                               f"which the device does not have")
         local = self.devices()[dev].properties["local_memory"]
@@ -232,7 +232,7 @@ class OpenCLPlugin(Plugin):
                                   f"which OpenCL does not promise")
             if k.team_bytes > local:
                 raise PluginError(f"kernel {k.name} needs {k.team_bytes} bytes of local "
-                                  f"memory a work-group; device {dev} has {local}")
+                                  f"memory a work-group; {self.label(dev)} has {local}")
         key = _digest(image.code)
         prg = d.programs.get(key)
         if prg is None:
@@ -279,8 +279,8 @@ class OpenCLPlugin(Plugin):
     def _free_impl(self, dev, addr):
         buf = self._space.remove(addr)
         if getattr(buf, "_pygomp_dev", None) != dev:
-            raise PluginError(f"opencl device {dev}: free: {addr:#x} belongs to device "
-                              f"{getattr(buf, '_pygomp_dev', '?')}")
+            raise PluginError(f"{self.label(dev)}: free: {addr:#x} belongs to "
+                              f"{self.label(getattr(buf, '_pygomp_dev', '?'))}")
 
     def _resolve(self, dev, addr, size):
         buf, off, left = self._space.resolve(addr)
@@ -288,7 +288,7 @@ class OpenCLPlugin(Plugin):
             raise PluginError(f"[{addr:#x}..{addr + size:#x}) runs {size - left} bytes past "
                               f"the end of its OpenCL buffer")
         if buf._pygomp_dev != dev:
-            raise PluginError(f"{addr:#x} is memory of OpenCL device {buf._pygomp_dev}")
+            raise PluginError(f"{addr:#x} is memory of {self.label(buf._pygomp_dev)}")
         return buf, off
 
     def _host2dev_impl(self, dev, dst, src, size):
@@ -334,7 +334,7 @@ class OpenCLPlugin(Plugin):
                 elif w:
                     buf, off, _ = self._space.resolve(w)
                     if buf._pygomp_dev != dev:
-                        raise PluginError(f"{w:#x} is memory of OpenCL device {buf._pygomp_dev}")
+                        raise PluginError(f"{w:#x} is memory of {self.label(buf._pygomp_dev)}")
                     vals += (buf, off)
                 else:
                     vals += (None, 0)

@@ -103,9 +103,10 @@ class Frontend(Statements, Loops, Expressions, Calls):
     # -- driver ---------------------------------------------------------------------
     def build(self) -> ir.Function:
         args = self.node.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
-            raise self.error(self.node, "kernel parameters must be plain positional names "
-                                        "(no *args, **kwargs, keyword-only or defaults)")
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error(self.node, "kernel parameters must be plain names, with "
+                                        "defaults or not (no *args, **kwargs or "
+                                        "keyword-only ones)")
         if len(args.args) != len(self.argtypes):
             raise self.error(self.node, f"{self.name} takes {len(args.args)} arguments, "
                                         f"{len(self.argtypes)} given")

@@ -1,13 +1,19 @@
 """Devices: discovery through plugins, numbering, lazy initialization, images.
 
 Offload devices are numbered 0..n-1 in the order of PYGOMP_DEVICES (unset: every device
-of every installed plugin, GPUs first, the host plugin's device last); the initial
-device, number n, is the host itself: shared memory, no mapping.
+of every installed plugin, GPUs first, the host plugin's device last; ``none``: no
+offload device); the initial device, number n, is the host itself: shared memory, no
+mapping.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
+import operator
+import os
+import sys
 import threading
+import warnings
 from importlib.metadata import entry_points
 
 from . import env, images, mapping
@@ -20,6 +26,10 @@ INITIAL_INFO = DeviceInfo(name="host", kind="cpu", properties={"memory": "shared
 
 class OffloadError(RuntimeError):
     """A device cannot be used as asked (OMP_TARGET_OFFLOAD, device numbers)."""
+
+
+class OffloadWarning(RuntimeWarning):
+    """A construct runs on the initial device instead of the device it names."""
 
 
 class Device:
@@ -37,6 +47,7 @@ class Device:
         self.lock = threading.RLock()
         self.map = IntervalMap()
         self.loaded = {}                # id(table) -> (table, image, [entries])
+        self.stood_in_for = set()       # the initial device: numbers it fell back for
         self._identity = None
 
     def __repr__(self):
@@ -137,7 +148,7 @@ def _plugin(name):
 
 def _discover(s: env.Settings):
     chosen = []                          # (plugin, local number)
-    if s.target_offload == "disabled":
+    if s.target_offload == "disabled" or s.devices == "none":
         pass
     elif s.devices is None:
         for name, p in plugins().items():
@@ -149,7 +160,12 @@ def _discover(s: env.Settings):
                 env.info(env.INFO_TABLE, f"plugin {name} finds no devices: {e}")
         chosen.sort(key=lambda d: (d[0].name == "host", d[0].devices()[d[1]].kind != "gpu"))
     else:
-        for spec in filter(None, (w.strip() for w in s.devices.split(","))):
+        specs = [w.strip() for w in s.devices.split(",") if w.strip()]
+        if not specs:
+            raise OffloadError(f"PYGOMP_DEVICES is empty: name devices as plugin[:selector], "
+                               f"e.g. 'opencl:pocl,host', or 'none' for the initial device "
+                               f"alone; installed plugins: {', '.join(sorted(plugins()))}")
+        for spec in specs:
             name, _, selector = spec.partition(":")
             p = _plugin(name)
             picked = p.select(selector)
@@ -159,8 +175,13 @@ def _discover(s: env.Settings):
                 raise OffloadError(f"PYGOMP_DEVICES: {spec!r} matches no device; "
                                    f"{name} has {listing}")
             chosen += [(p, i) for i in picked if (p, i) not in chosen]
-    devs = [Device(n, p, i, p.devices()[i]) for n, (p, i) in enumerate(chosen)]
-    devs.append(Device(len(devs), _plugin("host"), 0, INITIAL_INFO, is_initial=True))
+    devs = []
+    for n, (p, i) in enumerate(chosen):
+        p.set_label(i, f"device {n} ({p.name} {i})")
+        devs.append(Device(n, p, i, p.devices()[i]))
+    host = type(_plugin("host"))()      # its own instance: messages name the initial device
+    host.set_label(0, f"device {len(devs)} (the initial device)")
+    devs.append(Device(len(devs), host, 0, INITIAL_INFO, is_initial=True))
     return devs
 
 
@@ -225,7 +246,8 @@ def resolve(number: int | None = None, *, routine=False, compiled=False) -> Devi
     ==========================  ==================================  ====================
 
     (1) One that cannot be initialized: the initial device, or under
-    OMP_TARGET_OFFLOAD=MANDATORY an error.  (2) Under MANDATORY with no offload device
+    OMP_TARGET_OFFLOAD=MANDATORY an error.  A fallback to the initial device warns
+    (`OffloadWarning`) once a device number.  (2) Under MANDATORY with no offload device
     the error says that only the host is available; under MANDATORY any other number is
     an error.  DISABLED discovers no offload device (n = 0).  ``compiled`` numbers are
     those compiled C passes to GOMP_* (GCC turns omp_initial_device into -2).
@@ -241,9 +263,14 @@ def resolve(number: int | None = None, *, routine=False, compiled=False) -> Devi
         if routine:
             raise OffloadError("a device routine needs a device number")
         number = get_default()
+    if not isinstance(number, int):
+        try:
+            number = operator.index(number)
+        except TypeError:
+            raise TypeError(f"a device number is an int, not {type(number).__name__}") from None
     if number == n or number == INITIAL_DEVICE:
         return _ready(devs[n])
-    if not isinstance(number, int) or not 0 <= number < n:
+    if not 0 <= number < n:
         s = env.settings()
         if routine:
             raise OffloadError(f"invalid device number {number!r}: offload devices are "
@@ -255,7 +282,10 @@ def resolve(number: int | None = None, *, routine=False, compiled=False) -> Devi
                                f"{number} not found (devices 0..{n - 1} exist)")
         if number == INVALID_DEVICE:
             raise OffloadError(f"invalid device number {number}: omp_invalid_device")
-        env.info(env.INFO_LAUNCH, f"device {number} not found: host fallback")
+        have = ("no offload device" if n == 0 else "1 offload device, number 0" if n == 1
+                else f"{n} offload devices, 0..{n - 1}")
+        _fallback(devs[n], number, f"device {number} does not exist ({have}, and the "
+                                   f"initial device {n})")
         return _ready(devs[n])
     dev = devs[number]
     try:
@@ -266,9 +296,28 @@ def resolve(number: int | None = None, *, routine=False, compiled=False) -> Devi
         if env.settings().target_offload == "mandatory":
             raise OffloadError(f"OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
                                f"{number} cannot be used for offloading: {e}") from e
-        env.info(env.INFO_LAUNCH, f"device {number} cannot be initialized ({e}): host fallback")
+        _fallback(devs[n], number, f"device {number} cannot be initialized ({e})")
         return _ready(devs[n])
     return dev
+
+
+def _fallback(initial, number, why):
+    """Say once a number that the initial device stands in for (libgomp's fallback;
+    OMP_TARGET_OFFLOAD=MANDATORY makes it an error instead)."""
+    if number not in initial.stood_in_for:
+        initial.stood_in_for.add(number)
+        warnings.warn(f"{why}: running on the initial device instead", OffloadWarning,
+                      stacklevel=_caller_level())
+
+
+def _caller_level():
+    """The warnings stack level of the first frame outside pygomp (and contextlib)."""
+    here = os.path.dirname(os.path.dirname(__file__))
+    level, f = 2, sys._getframe(2)
+    while f is not None and (f.f_code.co_filename.startswith(here)
+                             or f.f_code.co_filename == contextlib.__file__):
+        level, f = level + 1, f.f_back
+    return level
 
 
 def _ready(dev):
@@ -288,5 +337,4 @@ def finalize_all():
         try:
             dev.finalize()
         except Exception as e:           # at exit: report, keep releasing the others
-            import sys
             print(f"pygomp: finalizing device {dev.number}: {e}", file=sys.stderr)

@@ -4,6 +4,7 @@ OMP_TARGET_OFFLOAD   default | mandatory | disabled (case-insensitive)
 OMP_DEFAULT_DEVICE   the default-device-var ICV (a device number)
 OMP_DISPLAY_ENV      true | false | verbose: print the settings once, at start-up
 PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follow it
+                     (``none``: the initial device alone; empty is an error)
 PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
 PYGOMP_CACHE_DIR     where compiled kernels and programs are cached
 """
@@ -13,6 +14,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+
+OPENMP_VERSION = 202111   # _OPENMP of the spec whose rules the runtime follows (5.2)
 
 INFO_MAP = 0x01       # a mapping is created or removed
 INFO_REUSE = 0x02     # a mapping is found present and reused
@@ -106,7 +109,7 @@ def display() -> None:
     if not s.display_env:
         return
     lines = ["OPENMP DISPLAY ENVIRONMENT BEGIN",
-             "  _OPENMP = '201511'",
+             f"  _OPENMP = '{OPENMP_VERSION}'",
              f"  OMP_DEFAULT_DEVICE = '{s.default_device}'",
              f"  OMP_TARGET_OFFLOAD = '{s.target_offload.upper()}'"]
     if s.display_env == "verbose":

@@ -180,8 +180,10 @@ def _use(region, e, it, t):
             t.implicit and addr <= e.host_start and e.host_end <= addr + size)) \
             or t.kind & kinds.FLAG_FORCE:
         who = f"{it.name}: " if it.name else ""
+        why = (f" ({kinds.name(t.kind)} needs an object not present)"
+               if t.kind & kinds.FLAG_FORCE else "")
         raise _error(dev, f"{who}trying to map {_range(addr, size)} when "
-                          f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped")
+                          f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped{why}")
     _count(region, e)
     if env.settings().info & env.INFO_REUSE:
         env.info(env.INFO_REUSE, f"device {dev.number}: {_range(addr, size)} present in {e!r}")

@@ -24,8 +24,8 @@ is which): a device address for a mapped item, or the raw bits of a firstprivate
 ``(num_gangs, num_workers, vector_length)``; 0 leaves a level to the plugin.  A kernel
 with several entries runs them in order, each to completion before the next starts,
 all within one ``run``, with one global scratch buffer that persists across them.
-``run_async`` does the same without waiting and returns an event (``.wait()``); a plugin
-without a queue runs at once and returns a finished event.
+``run_async`` does the same without waiting and returns an event, waited for with
+``wait(dev, event)``; a plugin without a queue runs at once and returns a finished event.
 """
 from __future__ import annotations
 
@@ -199,6 +199,14 @@ class Plugin:
                 found = [i for i in found if self.devices()[i].matches(word)]
         return found
 
+    def label(self, dev: int) -> str:
+        """How messages name a device: by the number the runtime gave it (`set_label`),
+        else as the plugin's own device ``dev``."""
+        return self.__dict__.get("_labels", {}).get(dev) or f"{self.name} device {dev}"
+
+    def set_label(self, dev: int, text: str) -> None:
+        self.__dict__.setdefault("_labels", {})[dev] = text
+
     def device_capabilities(self, dev: int) -> frozenset:
         return frozenset(self.capabilities)
 
@@ -260,11 +268,11 @@ class Plugin:
     def load_image(self, dev: int, image: Image, n_functions: int, n_variables: int) -> LoadedImage:
         if len(image.kernels) != n_functions or len(image.variables) != n_variables:
             raise PluginError(
-                f"{self.name} device {dev}: load_image: image has {len(image.kernels)} "
+                f"{self.label(dev)}: load_image: image has {len(image.kernels)} "
                 f"functions and {len(image.variables)} variables, the table "
                 f"{n_functions} and {n_variables}")
         if image.target != self.target:
-            raise PluginError(f"{self.name} device {dev}: load_image: a {image.target} "
+            raise PluginError(f"{self.label(dev)}: load_image: a {image.target} "
                               f"image, the plugin loads {self.target} images")
         loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
         kernels = self.__dict__.setdefault("_kernel_infos", {})
@@ -279,7 +287,7 @@ class Plugin:
         _check_size(size)
         addr = self._call("alloc", dev, lambda: f"{size} bytes", self._alloc_impl, dev, size)
         if not addr:
-            raise PluginError(f"{self.name} device {dev}: alloc: out of memory for {size} bytes")
+            raise PluginError(f"{self.label(dev)}: alloc: out of memory for {size} bytes")
         return addr
 
     def free(self, dev: int, addr: int) -> None:
@@ -305,7 +313,7 @@ class Plugin:
 
     def run(self, dev: int, fn: int, args: list, launch=(0, 0, 0)) -> None:
         """Run a kernel to completion (see the module's docstring)."""
-        self._start(dev, fn, args, launch, ()).wait()
+        self.wait(dev, self._start(dev, fn, args, launch, ()))
 
     def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
         """Start a kernel after the events ``wait_for``; returns its event."""
@@ -318,9 +326,20 @@ class Plugin:
         except PluginError:
             raise
         except Exception as e:
-            raise PluginError(f"{self.name} device {dev}: run of kernel {info.name} at "
+            raise PluginError(f"{self.label(dev)}: run of kernel {info.name} at "
                               f"{fn:#x} with {len(args)} arguments, launch {tuple(launch)} "
                               f"failed: {type(e).__name__}: {e}") from e
+
+    def wait(self, dev: int, event) -> None:
+        """Wait for an event of `run_async`; work that failed on the device (the kernel,
+        or an event it waited for) is a PluginError."""
+        try:
+            event.wait()
+        except PluginError:
+            raise
+        except Exception as e:
+            raise PluginError(f"{self.label(dev)}: a kernel failed on the device: "
+                              f"{type(e).__name__}: {e}") from e
 
     def synchronize(self, dev: int) -> None:
         """Wait for everything started on a device."""
@@ -336,9 +355,9 @@ class Plugin:
                               f"(the plugin has {self.num_devices()})")
         info = self.__dict__.get("_kernel_infos", {}).get(fn)
         if info is None:
-            raise PluginError(f"{self.name} device {dev}: run: no kernel is loaded at {fn:#x}")
+            raise PluginError(f"{self.label(dev)}: run: no kernel is loaded at {fn:#x}")
         if len(args) != len(info.args):
-            raise PluginError(f"{self.name} device {dev}: run: kernel {info.name} takes "
+            raise PluginError(f"{self.label(dev)}: run: kernel {info.name} takes "
                               f"{len(info.args)} argument words, got {len(args)}")
         return info
 
@@ -355,7 +374,7 @@ class Plugin:
         except Exception as e:
             what = what() if callable(what) else what
             detail = f" {what}" if what else ""
-            raise PluginError(f"{self.name} device {dev}: {op}{detail} failed: "
+            raise PluginError(f"{self.label(dev)}: {op}{detail} failed: "
                               f"{type(e).__name__}: {e}") from e
 
     # -- hooks a plugin implements ------------------------------------------

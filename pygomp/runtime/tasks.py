@@ -59,7 +59,7 @@ class Task:
     def _end(self):
         """Wait for a queued task's event, then end its construct."""
         try:
-            self._event.wait()
+            self.device.plugin.wait(self.device.local, self._event)
         except BaseException as e:
             try:
                 self._finish(False)
