@@ -241,12 +241,15 @@ def _machine_id():
 
 
 def _compiler_id():
-    """The C compiler binary found on PATH (without running it) and the flags."""
+    """The C compiler binary found on PATH (without running it) and the flags; None
+    when there is none (cached kernels still load)."""
     if "compiler" not in _ids:
-        gcc = shutil.which(os.environ.get("CC") or "gcc") or ""
-        st = os.stat(gcc) if gcc else None
-        _ids["compiler"] = (f"{gcc}|{st.st_size if st else 0}|{st.st_mtime if st else 0}|"
-                            + " ".join(CFLAGS))
+        gcc = shutil.which(os.environ.get("CC") or "gcc")
+        if gcc is None:
+            _ids["compiler"] = None
+        else:
+            st = os.stat(gcc)
+            _ids["compiler"] = f"{gcc}|{st.st_size}|{st.st_mtime}|" + " ".join(CFLAGS)
     return _ids["compiler"]
 
 

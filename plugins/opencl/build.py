@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import warnings
 
 from pygomp.runtime import cache
@@ -18,6 +19,16 @@ def device_key(dev) -> str:
     """Platform, device and driver: what a program binary is valid for."""
     p = dev.platform
     return "|".join((p.name, p.version, dev.name, dev.version, dev.driver_version))
+
+
+def check_linker(cl, dev, who):
+    """PoCL links a kernel for a CPU with the system linker the first time it runs it,
+    and aborts the process when there is none: say so before anything is built."""
+    if (dev.type & cl.device_type.CPU and "Portable Computing Language" in dev.platform.name
+            and shutil.which("ld") is None):
+        raise PluginError(f"{who}: PoCL links kernels for {dev.name!r} with the system linker "
+                          f"'ld', which is not on PATH: install binutils, or put the "
+                          f"directory that holds ld on PATH")
 
 
 def build_source(cl, ctx, dev, source, options, name):

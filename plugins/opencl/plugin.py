@@ -196,6 +196,7 @@ class OpenCLPlugin(Plugin):
 
     def _compile_impl(self, dev, unit):
         d = self._device(dev)
+        _build.check_linker(cl, d.dev, self.label(dev))
         options = self.build_options(dev, unit)
         name = ", ".join(k.name for k in unit.kernels) or "a program"
         prg = _build.build_source(cl, d.ctx, d.dev, unit.source, options, name)
@@ -219,6 +220,7 @@ class OpenCLPlugin(Plugin):
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
         d = self._device(dev)
+        _build.check_linker(cl, d.dev, self.label(dev))
         needs = set().union(*(k.requires for k in image.kernels))
         missing = needs - self.device_capabilities(dev)
         if missing:

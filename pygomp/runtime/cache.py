@@ -2,8 +2,10 @@
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
 file an entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
-the source, the device and compiler identities; `key` adds the pygomp version).  An entry is written to a temporary file and renamed into place (atomic), and
-carries a checksum trailer: a truncated or corrupt entry is rebuilt, not trusted.
+the source, the device and compiler identities; `key` adds the pygomp version).  An
+entry is written to a temporary file and renamed into place (atomic), and carries a
+checksum trailer: a truncated or corrupt entry is rebuilt, not trusted.  A cache that
+cannot be written is still read (`directories`).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import functools
 import hashlib
 import os
 import tempfile
+import warnings
 
 from . import env
 
@@ -24,24 +27,47 @@ def target_stats(target: str) -> dict:
     return _by_target.setdefault(target, {"builds": 0, "cache_hits": 0})
 
 
-def directory() -> str:
-    """The cache directory (created); an unwritable one falls back to the temp dir."""
+def directories():
+    """``(read, write)``: the directories entries are looked up in, in order, and the one
+    new entries go to.  A cache directory that cannot be written (a read-only file
+    system, a shared cache) is still read; new entries then go to a directory of this
+    user's under the temp dir, and a warning says so once."""
     d = env.cache_dir()
-    if d in _usable:
-        return _usable[d]
+    found = _dirs.get(d)
+    if found is None:
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            pass
+        if _writable(d):
+            found = ([d], d)
+        else:
+            fallback = os.path.join(tempfile.gettempdir(), f"pygomp-cache-{os.getuid()}")
+            os.makedirs(fallback, exist_ok=True)
+            found = ([d, fallback] if os.path.isdir(d) else [fallback], fallback)
+            warnings.warn(f"pygomp: the kernel cache {d} cannot be written: its entries are "
+                          f"read, new ones are written to {fallback}", RuntimeWarning,
+                          stacklevel=2)
+        _dirs[d] = found
+    return found
+
+
+def directory() -> str:
+    """Where new entries are written (see `directories`)."""
+    return directories()[1]
+
+
+def _writable(d) -> bool:
     try:
-        os.makedirs(d, exist_ok=True)
-        if not os.access(d, os.W_OK):
-            raise PermissionError(d)
-        _usable[d] = d
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".probe-")
     except OSError:
-        fallback = os.path.join(tempfile.gettempdir(), f"pygomp-cache-{os.getuid()}")
-        os.makedirs(fallback, exist_ok=True)
-        _usable[d] = fallback
-    return _usable[d]
+        return False
+    os.close(fd)
+    os.unlink(tmp)
+    return True
 
 
-_usable = {}
+_dirs = {}
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,15 +101,16 @@ def _open(blob: bytes):
 
 def get(k: str, suffix: str = "") -> bytes | None:
     """The bytes stored under key ``k``, or None (missing or corrupt)."""
-    path = os.path.join(directory(), k + suffix + ".bin")
-    try:
-        with open(path, "rb") as f:
-            data = _open(f.read())
-    except OSError:
-        return None
-    if data is not None:
-        stats["hits"] += 1
-    return data
+    for d in directories()[0]:
+        try:
+            with open(os.path.join(d, k + suffix + ".bin"), "rb") as f:
+                data = _open(f.read())
+        except OSError:
+            continue
+        if data is not None:
+            stats["hits"] += 1
+            return data
+    return None
 
 
 def put(k: str, data: bytes, suffix: str = "") -> None:
@@ -115,17 +142,20 @@ def get_or_build(k: str, build, suffix: str = "") -> bytes:
 def materialize(k: str, data: bytes, suffix: str) -> str:
     """A file holding ``data`` (e.g. a shared object to dlopen), written once and reused;
     its name carries the content hash, so a stale or foreign file is never picked up."""
+    name = f"{k}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+    for d in directories()[0]:
+        path = os.path.join(d, "lib", name)
+        try:
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    return path
+        except OSError:
+            pass
     d = os.path.join(directory(), "lib")
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"{k}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return path
-    except OSError:
-        pass
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=suffix)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+    path = os.path.join(d, name)
     os.replace(tmp, path)
     return path

@@ -224,7 +224,9 @@ class Plugin:
         """``unit`` as an image for device ``dev``, from the disk cache when it holds one.
 
         The key is the target, the source, the device's identity and the compiler's
-        (the pygomp version is added by the cache).  A kernel that needs a capability
+        (the pygomp version is added by the cache).  With no compiler here
+        (`_compiler_key` gives None), the entry built last for that target, source and
+        device identity is used.  A kernel that needs a capability
         the device lacks is a CompileError; a failing compiler raises what its hook
         raises (a CompileError at the Python line, or a PluginError with its log)."""
         missing = set().union(*(k.requires for k in unit.kernels)) - \
@@ -232,22 +234,30 @@ class Plugin:
         if missing:
             what = " and ".join(self.capability_text.get(m, m) for m in sorted(missing))
             names = ", ".join(k.name for k in unit.kernels if set(k.requires) & missing)
-            raise CompileError(f"kernel {names} uses {what}; {self.name} device {dev} "
+            raise CompileError(f"kernel {names} uses {what}; {self.label(dev)} "
                                f"({self.devices()[dev].name}) cannot run it")
         ident = self.identity(dev)
-        key = cache.key(self.target, unit.source, ident, self._compiler_key(dev, unit))
+        compiler = self._compiler_key(dev, unit)
+        source_key = cache.key(self.target, unit.source, ident)
         stats = cache.target_stats(self.target)
-        code = cache.get(key)
+        if compiler is None:            # no compiler here: an entry any compiler built
+            latest = cache.get(source_key, ".latest")
+            key, code = None, latest and cache.get(latest.decode())
+        else:
+            key = cache.key(source_key, compiler)
+            code = cache.get(key)
         names = [k.name for k in unit.kernels]
         if code is None:
             code = self._call("compile", dev, lambda: f"of {', '.join(names)}",
                               self._compile_impl, dev, unit)
             stats["builds"] += 1
             cache.stats["builds"] += 1
-            try:
-                cache.put(key, code)
-            except OSError:
-                pass                    # a read-only cache is no error
+            if key is not None:
+                try:
+                    cache.put(key, code)
+                    cache.put(source_key, key.encode(), ".latest")
+                except OSError:
+                    pass                # a read-only cache is no error
         else:
             stats["cache_hits"] += 1
         return Image(self.target, code, tuple(unit.kernels),
@@ -380,7 +390,7 @@ class Plugin:
     # -- hooks a plugin implements ------------------------------------------
     def _devices_impl(self): raise NotImplementedError
     def _identity_impl(self, dev) -> str: return self.target
-    def _compiler_key(self, dev, unit) -> str: return ""
+    def _compiler_key(self, dev, unit) -> str | None: return ""   # None: no compiler
     def _compile_impl(self, dev, unit) -> bytes: raise NotImplementedError
     def _init_impl(self, dev): pass
     def _fini_impl(self, dev): pass
