@@ -8,8 +8,7 @@ that leave the caches.  pygomp runs on the host offload device with its data pre
 OpenMP pragmas (gcc -O3 -march=native -fopenmp, called through cffi); "PyOMP" is
 numba.openmp if it is installed (``pip install pyomp``).  Times are the best of
 ``--repeat`` runs; ratios are time / pygomp time (above 1: pygomp is faster).
-Then: dispatch overhead of a present-data call against a direct cffi call of the same
-compiled function, and the cold compile and cached load times of one kernel.
+What one call costs (dispatch, a cached kernel in a new process): bench/bench_dispatch.py.
 """
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ import cffi
 import numpy as np
 
 import pygomp
-import pygomp.kernels as omp
-from pygomp.runtime import devices, mapping
+from pygomp.runtime import devices
 
 # -- pygomp kernels: the examples' own ---------------------------------------------
 
@@ -35,12 +33,6 @@ from examples.jacobi import sweep as stencil  # noqa: E402
 from examples.matvec import matvec  # noqa: E402
 from examples.pi import pi  # noqa: E402
 from examples.saxpy import saxpy  # noqa: E402
-
-
-@omp.target
-def tiny(y):                    # no parallel loop: no OpenMP fork/join in the timing
-    for i in range(y.shape[0]):
-        y[i] += 1.0
 
 
 # -- the same loops in C ----------------------------------------------------------
@@ -267,99 +259,14 @@ def _np_stencil(u, v):
     return np.abs(v[1:-1, 1:-1] - u[1:-1, 1:-1]).max()
 
 
-def dispatch(dev):
-    """A 16-element sequential kernel with its data present: the whole call against the
-    runtime's mapping.target alone and against calling the compiled function through
-    cffi (a sequential kernel, so that OpenMP's fork/join noise stays out)."""
-    y = np.zeros(16)
-    k = tiny.on(dev.number)
-    k(y)
-    spec = tiny.spec((y,))
-    image = spec.tables[dev.identity].images[0]
-    ffi = cffi.FFI()
-    ffi.cdef(f"void {spec.units['host'].entry}(void **, const int64_t *);")
-    lib = ffi.dlopen(dev.plugin.image_path(image))
-    fn = getattr(lib, spec.units["host"].entry)
-    words = ffi.new("void *[]", [ffi.cast("void *", y.ctypes.data), ffi.cast("void *", 16)])
-    launch = ffi.new("int64_t[3]")
-    items = spec.items((y,))
-    n = 20000
-    print(f"\ndispatch, 16 elements, data present, best of 7 x {n} calls:")
-    with pygomp.target_data(dev.number, tofrom=[y]):
-        t_call = per_call(lambda: k(y), n)
-        t_map = per_call(lambda: mapping.target(dev, spec.symbol.address, items), n)
-    t_direct = per_call(lambda: fn(words, launch), n)
-    init = devices.resolve(next(d.number for d in devices.all_devices() if d.is_initial))
-    ki = tiny.on(init.number)
-    t_init = per_call(lambda: ki(y), n)
-    print(f"  direct cffi call of the compiled kernel      {t_direct * 1e6:7.2f} us")
-    print(f"  pygomp call, host device {dev.number}                {t_call * 1e6:7.2f} us"
-          f"   overhead {(t_call - t_direct) * 1e6:6.2f} us")
-    print(f"    of which runtime mapping.target + plugin   {(t_map - t_direct) * 1e6:7.2f} us"
-          f"   kernel layer {(t_call - t_map) * 1e6:6.2f} us")
-    print(f"  pygomp call, initial device {init.number}             {t_init * 1e6:7.2f} us"
-          f"   overhead {(t_init - t_direct) * 1e6:6.2f} us")
-
-
-COMPILE_SCRIPT = r"""
-import sys, time
-t0 = time.perf_counter()
-import numpy as np
-import pygomp.kernels as omp
-from pygomp.runtime import cache
-t1 = time.perf_counter()
-
-@omp.target
-def scale(x, a: float):
-    for i in omp.parallel_range(x.shape[0]):
-        x[i] = x[i] * a + 1.0
-
-from pygomp.runtime import devices
-x = np.ones(10)
-devices.resolve(int(sys.argv[1])).ensure_init()     # device discovery is not the kernel's
-t2 = time.perf_counter()
-scale.on(int(sys.argv[1]))(x, 2.0)
-t3 = time.perf_counter()
-assert x[0] == 3.0
-print(f"{t3 - t2:.4f} {cache.stats['builds']}")
-"""
-
-
-def compile_times(dev):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "k.py")
-        with open(path, "w") as f:
-            f.write(COMPILE_SCRIPT)
-        env = dict(os.environ, PYGOMP_CACHE_DIR=os.path.join(d, "cache"))
-        res = []
-        for _ in range(2):
-            p = subprocess.run([sys.executable, path, str(dev.number)], env=env,
-                               capture_output=True, text=True, check=True)
-            t, builds = p.stdout.split()
-            res.append((float(t), int(builds)))
-    (cold, b0), (warm, b1) = res
-    print("\nfirst call of a new kernel in a fresh process, device already initialized")
-    print("(front end, C source, build or cache read, load, run):")
-    print(f"  cold (gcc runs, {b0} build)       {cold * 1e3:8.1f} ms")
-    print(f"  cached (no compiler, {b1} builds)  {warm * 1e3:8.1f} ms")
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default="table,dispatch,compile",
-                    help="comma-separated parts: table, dispatch, compile")
     args = ap.parse_args(argv)
-    parts = set(args.only.split(","))
     dev = host_device()
     print(f"pygomp host device {dev.number}: {dev.info.name}")
-    if "table" in parts:
-        kernels_table(args, dev)
-    if "dispatch" in parts:
-        dispatch(dev)
-    if "compile" in parts:
-        compile_times(dev)
+    kernels_table(args, dev)
 
 
 if __name__ == "__main__":

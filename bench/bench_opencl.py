@@ -4,9 +4,8 @@
 
 - dot (float32, float64), data present on the device, against
   pyopencl.reduction.ReductionKernel (needs mako) and np.dot on the same CPU;
-- saxpy, data present, against a hand-written one-element-per-work-item kernel;
-- dispatch: a present-data call of a tiny kernel against a raw pyopencl enqueue of the
-  very same cl.Kernel.
+- saxpy, data present, against a hand-written one-element-per-work-item kernel.
+What one call costs against a raw enqueue of the same cl.Kernel: bench/bench_dispatch.py.
 Times are the best of --repeat runs; ratios are pygomp's time over the other's.
 """
 from __future__ import annotations
@@ -18,7 +17,7 @@ import numpy as np
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp.runtime import devices, mapping
+from pygomp.runtime import devices
 
 
 @omp.target
@@ -33,12 +32,6 @@ def dot(x, y):
 def saxpy(a: np.float32, x, y):
     for i in omp.parallel_range(x.shape[0]):
         y[i] = a * x[i] + y[i]
-
-
-@omp.target(map={"y": "tofrom"})
-def touch(y):
-    for i in omp.parallel_range(y.shape[0]):
-        y[i] += 1.0
 
 
 HAND_SAXPY = """
@@ -140,36 +133,6 @@ def main():
                                                   bx, by).wait()}, args.repeat)
     ours = times.pop("pygomp")
     row("saxpy float32", ours, times)
-
-    small = np.zeros(16)
-    t = touch.on(dev.number)
-    reps = max(args.repeat, 200)
-    with pygomp.target_data(dev.number, tofrom=[small]):
-        t(small)
-        fn = mapping.function_address(dev, touch.spec((small,)).symbol.address)
-        kern = dev.plugin._kernels[fn]
-        addr = mapping.device_address(dev, small.ctypes.data)
-        launch = (0, 0, 0)
-        levels = kern.info.levels[0]
-        local = dev.plugin.local_size(dev.local, kern, launch, levels)
-        gangs = dev.plugin.default_gangs(dev.local) if "g" in levels else 1
-        # raw: the same kernel, arguments set once, one enqueue and wait a call
-        dev.plugin.run(dev.local, fn, [addr, small.size], launch)
-        raw_k = kern.entries[0]
-        gsize = (local[0], local[1] * gangs)
-
-        def raw():
-            cl.enqueue_nd_range_kernel(queue, raw_k, gsize, local).wait()
-
-        def batch(f):
-            return lambda: [f() for _ in range(50)]
-
-        times = duel({"pygomp": batch(lambda: t(small)),
-                      "plugin.run": batch(lambda: dev.plugin.run(dev.local, fn,
-                                                                 [addr, small.size])),
-                      "raw enqueue": batch(raw)}, max(reps // 50, 4))
-    ours = times.pop("pygomp") / 50
-    row("dispatch", ours, {k: v / 50 for k, v in times.items()})
 
 
 if __name__ == "__main__":

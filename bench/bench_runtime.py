@@ -3,7 +3,8 @@
     python bench/bench_runtime.py [--quick]
 
 1. Lookup in an IntervalMap of 1,000 and of 100,000 live entries: time per lookup and
-   its growth (the ratio; O(log n) means a small one).
+   its growth (the ratio; O(log n) means a small one), and a plain `bisect` over the
+   sorted starts of the same entries (the floor a lookup in Python can reach).
 2. target_enter_data + target_exit_data of one array that is already present (only the
    reference count changes): time per pair, through the Python construct and through the
    core's entry points with prebuilt items; a pair that maps and unmaps (alloc, copy,
@@ -14,6 +15,7 @@ few repeats.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import random
 import sys
@@ -65,13 +67,22 @@ def interval_map(n_entries, queries):
         for q in qs[:n]:
             lookup(q, q + 4)
 
+    starts = [base + i * stride for i in range(n_entries)]
+    ends = [s + 128 for s in starts]
+
+    def run_bisect(n):                 # the entry whose start is the last <= q, if any
+        for q in qs[:n]:
+            i = bisect.bisect_right(starts, q) - 1
+            i >= 0 and q < ends[i]
+
     find = m.find
 
     def run_find_zero_length(n):       # libgomp's rule: up to three lookups
         for q in qs[:n]:
             find(q, q)
 
-    return best(run_lookup, queries), best(run_find_zero_length, queries)
+    return (best(run_lookup, queries), best(run_find_zero_length, queries),
+            best(run_bisect, queries))
 
 
 def enter_exit(pairs):
@@ -118,8 +129,8 @@ def main(argv):
     pairs = 2_000 if quick else 20_000
     small, large = 1_000, 100_000
     t0 = time.perf_counter()
-    l_small, f_small = interval_map(small, queries)
-    l_large, f_large = interval_map(large, queries)
+    l_small, f_small, b_small = interval_map(small, queries)
+    l_large, f_large, b_large = interval_map(large, queries)
     ee = enter_exit(pairs)
     us = 1e6
     print(f"pygomp runtime core ({sys.implementation.name} {sys.version.split()[0]}, "
@@ -130,6 +141,10 @@ def main(argv):
           f"{l_large / l_small:>8.2f}x")
     print(f"{'  find [s, s) (zero-length rule), us/find':<44}{f_small * us:>15.3f}"
           f"{f_large * us:>17.3f}{f_large / f_small:>8.2f}x")
+    print(f"{'  plain bisect over the starts, us':<44}{b_small * us:>15.3f}"
+          f"{b_large * us:>17.3f}{b_large / b_small:>8.2f}x")
+    print(f"{'  lookup / plain bisect':<44}{l_small / b_small:>14.2f}x"
+          f"{l_large / b_large:>16.2f}x")
     print()
     print(f"{'one present array (8 KiB), host device':<44}{'us/pair':>15}")
     print(f"{'  target_enter_data + target_exit_data':<44}{ee['construct'] * us:>15.2f}")
@@ -139,6 +154,7 @@ def main(argv):
     print()
     print(f"ratio lookup 100,000 / 1,000 entries: {l_large / l_small:.2f}  "
           f"(log n ratio {np.log2(large) / np.log2(small):.2f}; linear would be {large / small:.0f})")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
     print(f"({time.perf_counter() - t0:.1f} s)")
 
 

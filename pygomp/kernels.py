@@ -33,12 +33,10 @@ from __future__ import annotations
 import inspect
 import struct
 import threading
-import weakref
 
 import numpy as np
 
-from .compiler import emit as _emit
-from .compiler import frontend, reductions
+from . import kernel_cache
 from .compiler import types as T
 from .errors import CompileError
 from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target,  # noqa: F401
@@ -114,35 +112,68 @@ def _arrays(args):
 
 
 class Spec:
-    """One signature of a kernel: its IR, its sources and images a target, and the
-    precomputed recipe that turns a call's arguments into map items."""
+    """One signature of a kernel: its sources (and KernelInfo) a target, its images a
+    device identity, and the recipe that turns a call's arguments into map items.  The
+    compiler runs only for a target whose source is not on disk (`kernel_cache`)."""
 
     def __init__(self, kernel, argtypes):
         self.kernel = kernel
-        name = f"{kernel.__name__}__{_tag(argtypes)}"
-        self.ir = frontend.compile_function(kernel.py_func, argtypes, name=name)
-        reductions.lower(self.ir)
-        self.params = self.ir.params
-        self.ret = self.ir.ret
-        self.symbol = images.HostSymbol(name)
-        self.units = {}           # target kind -> emit.Unit
+        self.name = f"{kernel.__name__}__{_tag(argtypes)}"
+        # annotations win over the scalar types of a call, as in the compiler
+        self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
+                         for pname, t in zip(kernel.param_names, argtypes)]
+        self._ir = None
+        self.params = self.ret = None           # known once compiled or loaded
+        self.symbol = images.HostSymbol(self.name)
+        self.units = {}           # target kind -> unit (an emit.Unit or kernel_cache.Unit)
         self.tables = {}          # device identity -> registered OffloadImage
         self.lock = threading.Lock()
         self.steps = []
-        for (cname, t), pname in zip(self.params, kernel.param_names):
+        for t, pname in zip(self.argtypes, kernel.param_names):
             if isinstance(t, T.Array):
                 self.steps.append((True, kernel.kinds.get(pname, kinds.TOFROM),
                                    f"{kernel.__name__}: argument {pname!r}"))
             else:
                 self.steps.append((False, _word(t), pname))
-        self.ret_dtype = None if self.ret is T.VOID else self.ret.dtype
-        self.memo = [None] * len(self.steps)
-        self.stypes = [None] * len(self.steps)     # Python types of the scalars
+        self.repeats = {}         # device -> the _Repeat of its last call
 
-    def unit(self, dialect) -> _emit.Unit:
+    @property
+    def ir(self):
+        """The kernel's typed IR (the compiler runs on first use)."""
+        if self._ir is None:
+            from .compiler import frontend, reductions
+            ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
+                                           name=self.name)
+            reductions.lower(ir)
+            self.params, self.ret, self._ir = ir.params, ir.ret, ir
+        return self._ir
+
+    @property
+    def ret_dtype(self):
+        """The dtype of the kernel's result, None if it returns nothing."""
+        return None if isinstance(self.ret, T.Void) else self.ret.dtype
+
+    def unit(self, dialect):
+        """The kernel's source in ``dialect`` (the compiler runs)."""
         u = self.units.get(dialect.target)
         if u is None:
-            u = self.units[dialect.target] = _emit.emit(self.ir, dialect)
+            from .compiler import emit
+            u = self.units[dialect.target] = emit.emit(self.ir, dialect)
+        return u
+
+    def _unit_for(self, plugin):
+        """The kernel's source for a plugin's target: from the disk when it holds it,
+        else from the compiler (and kept on disk for the next process)."""
+        u = self.units.get(plugin.target)
+        if u is None:
+            fn = self.kernel.py_func
+            got = kernel_cache.load(fn, self.name, self.argtypes, plugin)
+            if got is not None:
+                u, self.params = got
+                self.units[plugin.target], self.ret = u, u.ret
+            else:
+                u = self.unit(plugin.target_hooks())
+                kernel_cache.store(fn, self.name, self.argtypes, plugin, u, self.params)
         return u
 
     def ready(self, dev):
@@ -155,16 +186,15 @@ class Spec:
                 return
             plugin = dev.plugin
             try:
-                dialect = plugin.target_hooks()
+                unit = self._unit_for(plugin)
             except NotImplementedError:
                 raise CompileError(f"device {dev.number} ({plugin.name}) has no kernel "
                                    f"compiler target") from None
-            unit = self.unit(dialect)
             try:
                 image = plugin.compile(dev.local, unit)
             except PluginError as e:
                 raise CompileError(f"{plugin.title or plugin.name} compilation of kernel "
-                                   f"{self.ir.pyname} failed:\n{e}") from None
+                                   f"{self.kernel.__name__} failed:\n{e}") from None
             table = images.OffloadImage(functions=[self.symbol.address], variables=[],
                                         images=(image,), name=self.symbol.name,
                                         keepalive=[self.symbol])
@@ -173,52 +203,60 @@ class Spec:
 
     def items(self, args):
         """The map items of a call: arrays (address, bytes, kind), then their extents and
-        the scalars as firstprivate words.  An array seen at the same position in the
-        previous call reuses its items (numpy's address lookup is the slow part)."""
+        the scalars as firstprivate words."""
         items = []
-        add, extend = items.append, items.extend
-        memo = self.memo
-        for pos, ((is_array, how, pname), a) in enumerate(zip(self.steps, args)):
-            if is_array:
-                m = memo[pos]
-                if m is not None and m[0]() is a and m[1] == a.shape:
-                    extend(m[2])
-                    continue
-                if not isinstance(a, np.ndarray):
-                    raise TypeError(f"{pname} must be an array ({ARRAYS}), not "
-                                    f"{type(a).__name__}")
-                if not a.flags.c_contiguous:
-                    raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
-                                    f"pass a contiguous copy (np.ascontiguousarray)")
-                writeable = a.flags.writeable
-                if not writeable:           # nothing may be copied back into it
-                    how &= ~kinds.FLAG_FROM
-                mine = [_Item(a.ctypes.data, a.nbytes, how, a, pname)]
-                mine += [_Item(s, 0, _FPI, None) for s in a.shape]
-                memo[pos] = (weakref.ref(a), a.shape, mine) if writeable else None
-                extend(mine)
-            else:
+        add = items.append
+        for (is_array, how, pname), a in zip(self.steps, args):
+            if not is_array:
                 add(_Item(how(a), 0, _FPI, None))
+                continue
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{pname} must be an array ({ARRAYS}), not "
+                                f"{type(a).__name__}")
+            if not a.flags.c_contiguous:
+                raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
+                                f"pass a contiguous copy (np.ascontiguousarray)")
+            if not a.flags.writeable:       # nothing may be copied back into it
+                how &= ~kinds.FLAG_FROM
+            add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
+            items += [_Item(n, 0, _FPI, None) for n in a.shape]
         return items
 
-    def quick_items(self, args):
-        """`items` when ``args`` are the same arrays as in the previous call and scalars
-        of the same Python types (so this is the right specialization); else None."""
-        if len(args) != len(self.steps):
-            return None
-        items = []
-        memo, stypes = self.memo, self.stypes
-        for pos, a in enumerate(args):
-            m = memo[pos]
-            if m is not None:
-                if m[0]() is not a or m[1] != a.shape:
-                    return None
-                items.extend(m[2])
-            elif type(a) is stypes[pos]:
-                items.append(_Item(self.steps[pos][1](a), 0, _FPI, None))
+
+class _Repeat:
+    """A call that may repeat on one device: its arrays (the same objects, of the same
+    shapes), its scalars' positions and Python types, and the prepared `mapping.Call`."""
+    __slots__ = ("n", "arrays", "scalars", "call")
+
+    def __init__(self, spec, dev, args, items, launch):
+        self.n = len(args)
+        self.arrays, self.scalars, slots = [], [], []
+        i = 0
+        for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
+            if is_array:
+                self.arrays.append((pos, a, a.shape))
+                i += 1 + a.ndim
             else:
+                self.scalars.append((pos, how, type(a)))
+                slots.append(i)
+                i += 1
+        self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch)
+
+    def values(self, args):
+        """The scalar words of a call with the same arrays and scalar types, else None."""
+        if len(args) != self.n:
+            return None
+        for pos, a, shape in self.arrays:
+            b = args[pos]
+            if b is not a or b.shape != shape:
                 return None
-        return items
+        out = []
+        for pos, word, typ in self.scalars:
+            b = args[pos]
+            if type(b) is not typ:
+                return None
+            out.append(word(b))
+        return out
 
 
 def _tag(argtypes):
@@ -313,7 +351,7 @@ class Kernel:
 
     def source(self, *args, target="host") -> str:
         """The generated source of the specialization for ``args`` on ``target``."""
-        dialect = target if isinstance(target, _emit.Dialect) else dialect_for(target)
+        dialect = dialect_for(target) if isinstance(target, str) else target
         return self.spec(args).unit(dialect).source
 
     def bind(self, args, kwargs):
@@ -348,7 +386,7 @@ class Kernel:
             return self._run(device, args)
         dev = devices.resolve(device)
         if dev.plugin.asynchronous:
-            s, items = self._prepare(args, dev)     # compiles before taking the tasks' lock
+            s, _, items = self._prepare(args, dev)  # compiles before taking the tasks' lock
             task = tasks.submit_queued(dev, lambda wait_for: self._start(dev, s, items,
                                                                          wait_for),
                                        lambda: self._run(device, args, dev),
@@ -359,27 +397,29 @@ class Kernel:
 
     def _prepare(self, args, dev):
         """The specialization for ``args``, ready on ``dev``, and the call's map items."""
-        s = self._last
-        items = s.quick_items(args) if s is not None else None
-        if items is None:
-            args = _arrays(args)
-            s = self._specs.get(_key(args)) or self.spec(args)
-            items = s.items(args)
-            for pos, a in enumerate(args):
-                if not s.steps[pos][0]:
-                    s.stypes[pos] = type(a)
-            self._last = s
+        args = _arrays(args)
+        s = self._specs.get(_key(args)) or self.spec(args)
+        self._last = s
         if dev.identity not in s.tables:
             s.ready(dev)
-        return s, items
+        return s, args, s.items(args)
 
     def _run(self, device, args, dev=None):
         if dev is None:
             dev = devices.resolve(device)
-        s, items = self._prepare(args, dev)
+        s = self._last
+        if s is not None:
+            r = s.repeats.get(dev)
+            if r is not None:
+                values = r.values(args)
+                if values is not None:
+                    return r.call.run(values)
+        s, args, items = self._prepare(args, dev)
         if s.ret_dtype is None:
-            mapping.target(dev, s.symbol.address, items, self.launch)
-            return None
+            r = _Repeat(s, dev, args, items, self.launch)
+            if all(a.flags.writeable for _, a, _ in r.arrays):
+                s.repeats[dev] = r
+            return r.call.run([items[i].addr for i in r.call.slots])
         out = np.empty(1, s.ret_dtype)
         items.append(_Item(out.ctypes.data, out.nbytes, kinds.FROM, out))
         mapping.target(dev, s.symbol.address, items, self.launch)
@@ -402,13 +442,20 @@ class Kernel:
 
 class Bound:
     """A kernel bound to a device (``kernel.on(device)``)."""
-    __slots__ = ("kernel", "device", "nowait", "depend", "dev", "devs")
+    __slots__ = ("kernel", "device", "nowait", "depend", "dev", "devs", "repeat")
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
         self.dev = self.devs = None     # the resolved device, and the device list it is of
+        self.repeat = None              # the _Repeat of the last call, to try first
 
     def __call__(self, *args, nowait=None, depend=None, **kwargs):
+        r = self.repeat
+        if r is not None and nowait is None and depend is None and not kwargs \
+                and self.devs is devices.all_devices():
+            values = r.values(args)
+            if values is not None:
+                return r.call.run(values)
         k = self.kernel
         if kwargs or len(args) != len(k.param_names):
             args = k.bind(args, kwargs)
@@ -422,7 +469,9 @@ class Bound:
                     or dev.state != "initialized":
                 dev = self.dev = devices.resolve(self.device)
                 self.devs = devices.all_devices()
-            return k._run(self.device, args, dev)
+            out = k._run(self.device, args, dev)
+            self.repeat = None if self.nowait or self.depend else k._last.repeats.get(dev)
+            return out
         return k._launch(self.device, args, nowait, depend)
 
 

@@ -171,7 +171,7 @@ def test_display_env():
     ("opencl:pocl,host", "[(0, 'opencl'), (1, 'host'), (2, 'initial')]"),
     ("host,opencl", "[(0, 'host'), (1, 'opencl'), (2, 'initial')]"),
     (" host , host ", "[(0, 'host'), (1, 'initial')]"),            # once each
-    ("", "[(0, 'initial')]"),
+    ("none", "[(0, 'initial')]"),
     (None, "[(0, 'opencl'), (1, 'host'), (2, 'initial')]"),          # unset: host last
 ])
 def test_devices_order_and_numbering(value, expected):
@@ -232,19 +232,21 @@ FALLBACK = """
         inc(a)                                           # the default device
     print(a[0], devices.resolve(99).is_initial)
     for w in seen:
-        print(w.category.__name__, w.filename == "<string>", w.message)
+        print(w.category.__name__, w.filename == __file__, w.message)
 """
 
 
-def test_a_missing_device_falls_back_once_with_a_warning():
-    out = ok(python(FALLBACK, PYGOMP_DEVICES="host", OMP_DEFAULT_DEVICE="7")).splitlines()
+def test_a_missing_device_falls_back_once_with_a_warning(tmp_path):
+    (tmp_path / "fallback.py").write_text(textwrap.dedent(FALLBACK))
+    run = f"import runpy; runpy.run_path({str(tmp_path / 'fallback.py')!r})"
+    out = ok(python(run, PYGOMP_DEVICES="host", OMP_DEFAULT_DEVICE="7")).splitlines()
     assert out == [
         "3.0 True",
         "OffloadWarning True device 99 does not exist (1 offload device, number 0, and the "
         "initial device 1): running on the initial device instead",
         "OffloadWarning True device 7 does not exist (1 offload device, number 0, and the "
         "initial device 1): running on the initial device instead"]
-    r = python(FALLBACK, PYGOMP_DEVICES="host", OMP_TARGET_OFFLOAD="mandatory")
+    r = python(run, PYGOMP_DEVICES="host", OMP_TARGET_OFFLOAD="mandatory")
     failed_with(r, "pygomp.runtime.devices.OffloadError",
                 "OMP_TARGET_OFFLOAD is set to MANDATORY, but device 99 not found "
                 "(devices 0..0 exist)")

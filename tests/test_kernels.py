@@ -635,3 +635,22 @@ def test_concurrent_calls_from_threads(device):
     with ThreadPoolExecutor(4) as pool:
         for got, want in pool.map(work, range(40)):
             assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_repeated_calls_follow_the_map(device):
+    from pygomp.runtime import devices
+    initial = devices.all_devices()[device].is_initial
+    y, z = np.zeros(8), np.zeros(8)
+    k = inc.on(device)
+    with pygomp.target_data(device, tofrom=[y]):
+        k(y)
+        k(y)                                # present: the device's copy changes
+        assert (y == (2 if initial else 0)).all()
+        with pygomp.target_data(device, to=[z]):      # the map changes meanwhile
+            k(y)
+    assert (y == 3).all()
+    k(y)
+    k(y)                                    # not present: mapped and copied back each time
+    assert (y == 5).all()
+    k(z)
+    assert (z == 1).all() and (y == 5).all()

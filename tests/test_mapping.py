@@ -664,6 +664,41 @@ def test_target_runs_a_host_image(dev, table):
     assert user_entries(dev) == []
 
 
+def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
+    a = np.arange(10.0)
+    call = mapping.Call(dev, table.symbols["scale"],
+                        [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
+                         Item(0, 0, kinds.FIRSTPRIVATE_INT)], slots=[2])
+    call.run([word(2.0)])                       # absent: mapped, copied in and back
+    np.testing.assert_array_equal(a, np.arange(10.0) * 2)
+    assert user_entries(dev) == [] and plugin.live == {}
+    with target_data(DEV, tofrom=a):
+        copied = plugin.h2d, plugin.d2h
+        call.run([word(3.0)])                   # present: counted, nothing copied
+        call.run([word(0.5)])
+        assert (plugin.h2d, plugin.d2h) == copied and counts(dev, a) == (1, 0)
+        b = np.zeros(4)
+        target_enter_data(DEV, to=b)            # the map changes: looked up again
+        call.run([word(2.0)])
+        target_exit_data(DEV, delete=b)
+        np.testing.assert_array_equal(on_device(a), np.arange(10.0) * 6)
+        np.testing.assert_array_equal(a, np.arange(10.0) * 2)      # not yet copied back
+    np.testing.assert_array_equal(a, np.arange(10.0) * 6)
+    # unmapped by another construct while the kernel runs: the call's own count keeps
+    # the entry, and its end copies back (tofrom) and removes it
+    target_enter_data(DEV, to=a)
+    run = plugin._run_impl
+
+    def exit_meanwhile(*args):
+        target_exit_data(DEV, from_=a)
+        assert counts(dev, a) == (1, 0)
+        return run(*args)
+    monkeypatch.setattr(plugin, "_run_impl", exit_meanwhile)
+    call.run([word(2.0)])
+    assert not omp_target_is_present(a, DEV) and plugin.live == {}
+    np.testing.assert_array_equal(a, np.arange(10.0) * 12)
+
+
 def test_target_inside_target_data(dev, table):
     a = np.ones(8)
     with target_data(DEV, to=a):

@@ -12,13 +12,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
 import threading
 
-import cffi
+import _cffi_backend
 
 from pygomp.errors import CompileError, compiler_error
 from pygomp.runtime import cache
@@ -27,20 +23,22 @@ from pygomp.runtime.plugin import DONE, DeviceInfo, LoadedImage, Plugin
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
 
-_ffi = cffi.FFI()
-_ffi.cdef("""
-    int posix_memalign(void **memptr, size_t alignment, size_t size);
-    void *calloc(size_t nmemb, size_t size);
-    void free(void *ptr);
-    void *memcpy(void *dest, const void *src, size_t n);
-    void *dlopen(const char *filename, int flags);
-    void *dlsym(void *handle, const char *symbol);
-    int dlclose(void *handle);
-    char *dlerror(void);
-""")
+# cffi's C backend, the FFI that cffi's precompiled ABI modules use: it parses C types
+# itself, so loading the plugin does not import cffi's C parser (tens of ms at start-up).
+_ffi = _cffi_backend.FFI()
+_C = ctypes.CDLL(None)
+_libc = type("libc", (), {name: _ffi.cast(ctype, ctypes.cast(getattr(_C, name),
+                                                             ctypes.c_void_p).value)
+                          for name, ctype in (
+    ("posix_memalign", "int (*)(void **, size_t, size_t)"),
+    ("calloc", "void *(*)(size_t, size_t)"),
+    ("free", "void (*)(void *)"),
+    ("memcpy", "void *(*)(void *, const void *, size_t)"),
+    ("dlopen", "void *(*)(const char *, int)"),
+    ("dlsym", "void *(*)(void *, const char *)"),
+    ("dlclose", "int (*)(void *)"),
+    ("dlerror", "char *(*)(void)"))})
 RTLD_NOW = 2
-_libc = _ffi.dlopen(None)
-_dlerror_fn = _libc.dlerror      # looked up once: a lookup itself would clear the error
 # Images built with -fopenmp use libgomp; unloading it while its idle threads live
 # crashes, so the plugin keeps it loaded for the life of the process.
 _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
@@ -52,11 +50,12 @@ ALIGNMENT = 64
 
 class _Kernel:
     """A loaded kernel: its entries, its scratch and spare argument arrays."""
-    __slots__ = ("entries", "spare", "lock", "scratch", "scratch_size", "private",
-                 "private_size")
+    __slots__ = ("entries", "scratched", "spare", "lock", "scratch", "scratch_size",
+                 "private", "private_size")
 
-    def __init__(self, entries):
+    def __init__(self, entries, info):
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
+        self.scratched = bool(info.has_scratch or info.private_bytes)   # words follow
         self.spare = []          # argument arrays not in use (list.pop/append are atomic)
         self.lock = threading.Lock()     # held while a kernel with scratch runs
         self.scratch = self.private = None
@@ -122,7 +121,7 @@ class HostPlugin(Plugin):
                     fns = []
                     for info in image.kernels:
                         entries = [_symbol(handle, e) for e in info.entries]
-                        self._kernels[entries[0]] = _Kernel(entries)
+                        self._kernels[entries[0]] = _Kernel(entries, info)
                         fns.append(entries[0])
                     loaded = LoadedImage(fns, [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:
@@ -174,7 +173,7 @@ class HostPlugin(Plugin):
         sizes = self._launches.get(launch)
         if sizes is None:
             sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
-        if info.has_scratch or info.private_bytes:
+        if k.scratched:
             with k.lock:            # one scratch a kernel: its runs take turns
                 self._run_entries(k, list(args) + self._scratch(k, info, args, launch), sizes)
         else:
@@ -207,6 +206,8 @@ class HostPlugin(Plugin):
 
 def compile_c(source: str, name: str = "kernel") -> bytes:
     """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
+    import subprocess
+    import tempfile
     gcc = os.environ.get("CC") or "gcc"
     with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
         src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
@@ -235,7 +236,7 @@ def _machine_id():
                 cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
         except OSError:
             pass
-        ident = f"{platform.machine()}|{cpu}"
+        ident = f"{os.uname().machine}|{cpu}"
         _ids["machine"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return _ids["machine"]
 
@@ -244,13 +245,24 @@ def _compiler_id():
     """The C compiler binary found on PATH (without running it) and the flags; None
     when there is none (cached kernels still load)."""
     if "compiler" not in _ids:
-        gcc = shutil.which(os.environ.get("CC") or "gcc")
+        gcc = _which(os.environ.get("CC") or "gcc")
         if gcc is None:
             _ids["compiler"] = None
         else:
             st = os.stat(gcc)
             _ids["compiler"] = f"{gcc}|{st.st_size}|{st.st_mtime}|" + " ".join(CFLAGS)
     return _ids["compiler"]
+
+
+def _which(program):
+    """The path of ``program`` as the shell finds it on PATH, else None."""
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    for d in os.get_exec_path():
+        path = os.path.join(d, program)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def _max_threads():
@@ -260,7 +272,7 @@ def _max_threads():
 
 
 def _dlerror():
-    p = _dlerror_fn()
+    p = _libc.dlerror()
     return _ffi.string(p).decode() if p != _ffi.NULL else "unknown dlerror"
 
 

@@ -64,7 +64,8 @@ _READ, _WRITE = 0x100, 0x200
 class _Kernel:
     """A kernel's cl.Kernel objects (one an entry), its argument decoding and scratch."""
     __slots__ = ("entries", "info", "masks", "max_local", "lock", "scratch",
-                 "scratch_size", "private", "private_size", "single", "last_args", "plans")
+                 "scratch_size", "private", "private_size", "single", "plans", "last_words",
+                 "last_launch", "last_frees")
 
     def __init__(self, program, info, cldev):
         np = _numpy()
@@ -76,7 +77,7 @@ class _Kernel:
         self.scratch = self.private = None
         self.scratch_size = self.private_size = 0
         self.single = False
-        self.last_args = None
+        self.last_words = self.last_launch = self.last_frees = None    # see _run_impl
         self.plans = {}          # launch -> (gangs, [(cl.Kernel, global, local, tree)])
         dtypes, self.masks = [], []
         for c in info.args:
@@ -124,6 +125,7 @@ class OpenCLPlugin(Plugin):
         self._state = {}                 # number -> _Device
         self._space = AddressSpace()
         self._kernels = {}               # function address -> _Kernel
+        self._frees = 0                  # buffers freed so far
         self._lock = threading.RLock()
 
     # -- discovery ---------------------------------------------------------
@@ -280,6 +282,7 @@ class OpenCLPlugin(Plugin):
 
     def _free_impl(self, dev, addr):
         buf = self._space.remove(addr)
+        self._frees += 1            # kernels set to that buffer set their arguments anew
         if getattr(buf, "_pygomp_dev", None) != dev:
             raise PluginError(f"{self.label(dev)}: free: {addr:#x} belongs to "
                               f"{self.label(getattr(buf, '_pygomp_dev', '?'))}")
@@ -329,19 +332,11 @@ class OpenCLPlugin(Plugin):
             plan = k.plans[tuple(launch)] = self._plan(dev, k, launch)
         gangs, steps = plan
         with k.lock:
-            vals = []
-            for w, m in zip(args, k.masks):
-                if m is not None:
-                    vals.append(w & m)
-                elif w:
-                    buf, off, _ = self._space.resolve(w)
-                    if buf._pygomp_dev != dev:
-                        raise PluginError(f"{w:#x} is memory of {self.label(buf._pygomp_dev)}")
-                    vals += (buf, off)
-                else:
-                    vals += (None, 0)
-            if info.has_scratch:
-                vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
+            # The entries keep their arguments: set them only when the words, the
+            # launch or the buffers (a free since) differ from the last run's.
+            if args != k.last_words or launch != k.last_launch or self._frees != k.last_frees:
+                self._set_args(dev, d, k, info, args, gangs, steps)
+                k.last_words, k.last_launch, k.last_frees = list(args), launch, self._frees
             waits = None
             for e in wait_for:          # events of other plugins are waited for here
                 if isinstance(e, cl.Event):
@@ -349,19 +344,35 @@ class OpenCLPlugin(Plugin):
                 else:
                     e.wait()
             event = None
-            for entry, gsize, local, tree in steps:
-                mine = vals
-                if info.private_bytes:
-                    per = -(-info.private_size(args) // 8) * 8
-                    mine = mine + [self._scratch(d, k, "private", per * gsize[0] * gsize[1])]
-                if tree is not None:
-                    mine = mine + [tree]
-                if len(steps) > 1 or mine != k.last_args:   # same words: keep them set
-                    entry.set_args(*mine)
-                    k.last_args = mine
+            for entry, gsize, local, _ in steps:
                 event = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local, wait_for=waits)
                 waits = None
         return event
+
+    def _set_args(self, dev, d, k, info, args, gangs, steps):
+        """Each entry's arguments for these words: buffers and offsets for addresses,
+        scalars, then the scratch buffers and the team-local tree."""
+        vals = []
+        for w, m in zip(args, k.masks):
+            if m is not None:
+                vals.append(w & m)
+            elif w:
+                buf, off, _ = self._space.resolve(w)
+                if buf._pygomp_dev != dev:
+                    raise PluginError(f"{w:#x} is memory of {self.label(buf._pygomp_dev)}")
+                vals += (buf, off)
+            else:
+                vals += (None, 0)
+        if info.has_scratch:
+            vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
+        for entry, gsize, local, tree in steps:
+            mine = vals
+            if info.private_bytes:
+                per = -(-info.private_size(args) // 8) * 8
+                mine = mine + [self._scratch(d, k, "private", per * gsize[0] * gsize[1])]
+            if tree is not None:
+                mine = mine + [tree]
+            entry.set_args(*mine)
 
     def _plan(self, dev, k, launch):
         """The gangs of a launch, and per entry its sizes and team-local tree memory."""

@@ -72,11 +72,8 @@ _dirs = {}
 
 @functools.lru_cache(maxsize=1)
 def version() -> str:
-    try:
-        from importlib.metadata import version as v
-        return v("pygomp")
-    except Exception:
-        return "0"
+    from .. import __version__      # read late: the package imports this module
+    return __version__
 
 
 def key(*parts) -> str:
@@ -141,14 +138,14 @@ def get_or_build(k: str, build, suffix: str = "") -> bytes:
 
 def materialize(k: str, data: bytes, suffix: str) -> str:
     """A file holding ``data`` (e.g. a shared object to dlopen), written once and reused;
-    its name carries the content hash, so a stale or foreign file is never picked up."""
+    its name carries the content hash (and it is written whole, then renamed), so a
+    file of that name and size holds these bytes."""
     name = f"{k}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
     for d in directories()[0]:
         path = os.path.join(d, "lib", name)
         try:
-            with open(path, "rb") as f:
-                if f.read() == data:
-                    return path
+            if os.stat(path).st_size == len(data):
+                return path
         except OSError:
             pass
     d = os.path.join(directory(), "lib")

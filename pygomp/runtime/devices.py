@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import importlib
+import json
 import operator
 import os
 import sys
 import threading
 import warnings
-from importlib.metadata import entry_points
 
-from . import env, images, mapping
+from . import cache, env, images, mapping
 from .intervals import IntervalMap
 from .plugin import API_VERSION, DeviceInfo, PluginError
 
@@ -112,35 +114,82 @@ class Device:
 # -- discovery --------------------------------------------------------------------
 
 _lock = threading.Lock()
-_plugins = None          # name -> Plugin instance, or the exception that loading raised
 _devices = None          # offload devices, then the initial device last
 _default = threading.local()     # omp_set_default_device, per thread
 
 
 def plugins() -> dict:
     """Installed plugins by name (an entry whose import failed holds its exception)."""
-    global _plugins
-    if _plugins is None:
-        found = {}
-        for ep in entry_points(group=PLUGIN_GROUP):
-            try:
-                cls = ep.load()
-                if getattr(cls, "api_version", None) != API_VERSION:
-                    raise OffloadError(f"it implements plugin API version "
-                                       f"{getattr(cls, 'api_version', '?')}, pygomp needs "
-                                       f"version {API_VERSION}")
-                found[ep.name] = cls()
-            except Exception as e:      # a plugin whose library is missing is skipped
-                found[ep.name] = e
-        _plugins = found
-    return _plugins
+    return {name: plugin(name) for name in _entry_points()}
+
+
+def plugin(name: str):
+    """The installed plugin called ``name``, loaded on first use (only the plugins a
+    program uses are imported), or the exception that loading it raised; None if no
+    plugin has that name."""
+    p = _loaded.get(name)
+    if p is None:
+        value = _entry_points().get(name)
+        if value is None:
+            return None
+        try:
+            cls = _load(value)
+            if getattr(cls, "api_version", None) != API_VERSION:
+                raise OffloadError(f"it implements plugin API version "
+                                   f"{getattr(cls, 'api_version', '?')}, pygomp needs "
+                                   f"version {API_VERSION}")
+            p = cls()
+        except Exception as e:          # a plugin whose library is missing is skipped
+            p = e
+        p = _loaded.setdefault(name, p)
+    return p
+
+
+_loaded = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points():
+    """The values of the plugin group's entry points by name.  Reading every installed
+    distribution's metadata takes milliseconds, so the answer is kept in the disk cache
+    while the directories on sys.path that hold distributions are unchanged (installing
+    or removing one changes its directory)."""
+    dirs = []
+    for d in sys.path:
+        try:
+            if any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(d or ".")):
+                dirs.append((d, os.stat(d or ".").st_mtime_ns))
+        except OSError:
+            pass
+    k = cache.key(PLUGIN_GROUP, dirs)
+    try:
+        found = json.loads(cache.get(k, ".entrypoints") or b"null")
+    except ValueError:
+        found = None
+    if found is None:
+        from importlib.metadata import entry_points
+        found = [(ep.name, ep.value) for ep in entry_points(group=PLUGIN_GROUP)]
+        try:
+            cache.put(k, json.dumps(found).encode(), ".entrypoints")
+        except OSError:
+            pass
+    return dict(found)
+
+
+def _load(value: str):
+    """The object an entry point's value names: ``module:attribute`` (extras ignored)."""
+    module, _, attr = value.split("[")[0].partition(":")
+    obj = importlib.import_module(module.strip())
+    for name in filter(None, attr.strip().split(".")):
+        obj = getattr(obj, name)
+    return obj
 
 
 def _plugin(name):
-    p = plugins().get(name)
+    p = plugin(name)
     if p is None:
         raise OffloadError(f"PYGOMP_DEVICES: unknown plugin {name!r}; installed plugins: "
-                           f"{', '.join(sorted(plugins())) or 'none'}")
+                           f"{', '.join(sorted(_entry_points())) or 'none'}")
     if isinstance(p, Exception):
         raise OffloadError(f"PYGOMP_DEVICES: plugin {name!r} cannot be loaded: {p}")
     return p
@@ -164,7 +213,7 @@ def _discover(s: env.Settings):
         if not specs:
             raise OffloadError(f"PYGOMP_DEVICES is empty: name devices as plugin[:selector], "
                                f"e.g. 'opencl:pocl,host', or 'none' for the initial device "
-                               f"alone; installed plugins: {', '.join(sorted(plugins()))}")
+                               f"alone; installed plugins: {', '.join(sorted(_entry_points()))}")
         for spec in specs:
             name, _, selector = spec.partition(":")
             p = _plugin(name)

@@ -6,7 +6,8 @@ OMP_DISPLAY_ENV      true | false | verbose: print the settings once, at start-u
 PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follow it
                      (``none``: the initial device alone; empty is an error)
 PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
-PYGOMP_CACHE_DIR     where compiled kernels and programs are cached
+PYGOMP_CACHE_DIR     where compiled kernels and programs are cached (default: the user's
+                     cache dir: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%)
 """
 from __future__ import annotations
 
@@ -78,8 +79,14 @@ def cache_dir(environ=os.environ) -> str:
     d = environ.get("PYGOMP_CACHE_DIR")
     if d:
         return d
-    import platformdirs
-    return platformdirs.user_cache_dir("pygomp")
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        base = os.path.join(home, "Library", "Caches")
+    elif os.name == "nt":
+        base = environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    else:
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "pygomp")
 
 
 _lock = threading.Lock()

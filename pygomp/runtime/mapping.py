@@ -679,6 +679,108 @@ def start(dev, fn: int, items, launch=(0, 0, 0), wait_for=()):
     return event, region
 
 
+class Call:
+    """`target` prepared for calls that repeat the same map items (a kernel called again
+    with the same arrays), where only the words at ``slots`` (scalars) change.
+
+    While the device's map is unchanged since the items were looked up (its version),
+    a call reuses the function's address, the entries found and the words they give:
+    it only counts the entries up, runs, and counts them down.  Items that the
+    construct would create, copy (``always``, firstprivate copies) or report
+    (PYGOMP_INFO) go through `target` every time, as does any error."""
+    __slots__ = ("dev", "fn", "items", "slots", "launch", "version", "address", "counted",
+                 "entries", "words")
+
+    def __init__(self, dev, fn, items, slots, launch=(0, 0, 0)):
+        self.dev, self.fn, self.launch = dev, fn, launch
+        self.items = list(items)        # at `slots`: placeholders of per-call words
+        self.slots = slots
+        self.version = None             # the map version `words` were made for
+        self.words = None               # None: go through `target`
+
+    def run(self, values) -> None:
+        """Run with ``values`` as the words at `slots`."""
+        dev = self.dev
+        with dev.lock:
+            if self.version != dev.map.version:
+                self._look_up()
+            words, counted, entries = self.words, self.counted, self.entries
+            for e in counted:
+                e.refcount += 1
+        if words is None:
+            items = self.items[:]
+            for i, v in zip(self.slots, values):
+                items[i] = Item(v, 0, kinds.FIRSTPRIVATE_INT)
+            return target(dev, self.fn, items, self.launch)
+        if values:
+            words = words[:]
+            for i, v in zip(self.slots, values):
+                words[i] = v & WORD
+        ok = False
+        try:
+            dev.plugin.run(dev.local, self.address, words, self.launch)
+            ok = True
+        finally:
+            if counted:
+                with dev.lock:
+                    unused = False
+                    for e in counted:
+                        e.refcount -= 1
+                        if not (e.refcount or e.dynamic_refcount):
+                            unused = True       # unmapped by others meanwhile
+                    if unused:
+                        _release(dev, self.items, entries, ok)
+
+    def _look_up(self):
+        """Find the function and every item in the map (under the device's lock); leave
+        `words` None when a call must go through `target`."""
+        dev = self.dev
+        self.version, self.words, self.counted, self.entries = None, None, (), ()
+        if dev.state != "initialized" or env.settings().info:
+            return                      # not now: look again next time
+        self.version = dev.map.version
+        e = dev.map.find(self.fn, self.fn + 1)
+        if e is None:
+            return
+        self.address = e.dev_start
+        if dev.is_initial:              # host addresses: nothing is mapped
+            self.words = _initial_words(self.items)
+            return
+        words, entries, counted = [], [], []
+        for it in self.items:
+            t = kinds.traits(it.kind)
+            if t.base == kinds.FIRSTPRIVATE_INT:
+                words.append(it.addr & WORD)
+                entries.append(None)
+                continue
+            if not (t.mapping or t.base == kinds.FORCE_PRESENT) or t.always or t.force:
+                return
+            e = dev.map.find(it.addr, it.addr + it.size)
+            if e is None:
+                if it.size or t.present:
+                    return
+                words.append(0)
+            elif it.addr < e.host_start or it.addr + it.size > e.host_end:
+                return
+            else:
+                words.append(e.dev_start + (it.addr - e.host_start))
+                if e not in counted:
+                    counted.append(e)
+            entries.append(e)
+        self.words, self.entries, self.counted = words, entries, counted
+
+
+def _initial_words(items):
+    """The words of items on the initial device when no private copy is needed."""
+    words = []
+    for it in items:
+        k = kinds.base(it.kind)
+        if k == kinds.FIRSTPRIVATE:
+            return None
+        words.append(it.addr & WORD if k == kinds.FIRSTPRIVATE_INT else it.addr)
+    return words
+
+
 # -- what the device routines and the device's life need -----------------------------
 
 def is_present(dev, addr: int) -> bool:

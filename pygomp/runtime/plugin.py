@@ -30,6 +30,7 @@ all within one ``run``, with one global scratch buffer that persists across them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..errors import CompileError
 from . import cache
@@ -173,6 +174,7 @@ class Plugin:
     capabilities = frozenset()   # e.g. {"fp64", "int64_atomics", "generic_address_space"}
     asynchronous = False  # run_async returns before the kernel ends (a device queue)
     capability_text = {}  # how a compile error names a missing capability
+    _kernel_infos = MappingProxyType({})  # device address -> KernelInfo (load_image)
 
     # -- discovery ---------------------------------------------------------
     def devices(self) -> list[DeviceInfo]:
@@ -285,9 +287,10 @@ class Plugin:
             raise PluginError(f"{self.label(dev)}: load_image: a {image.target} "
                               f"image, the plugin loads {self.target} images")
         loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
-        kernels = self.__dict__.setdefault("_kernel_infos", {})
+        if "_kernel_infos" not in self.__dict__:
+            self._kernel_infos = {}
         for fn, info in zip(loaded.functions, image.kernels):
-            kernels[fn] = info
+            self._kernel_infos[fn] = info
         return loaded
 
     def unload_image(self, dev: int, image: Image) -> None:
@@ -322,8 +325,19 @@ class Plugin:
                        self._dev2dev_impl, dev, dst, src, size)
 
     def run(self, dev: int, fn: int, args: list, launch=(0, 0, 0)) -> None:
-        """Run a kernel to completion (see the module's docstring)."""
-        self.wait(dev, self._start(dev, fn, args, launch, ()))
+        """Run a kernel to completion (see the module's docstring).  ``args`` is not
+        changed."""
+        info = self._kernel_infos.get(fn)
+        if info is None or len(args) != len(info.args):
+            self._check_run(dev, fn, args)              # says what is wrong
+        try:
+            event = self._run_impl(dev, fn, info, args, launch, ())
+            if event is not DONE:
+                event.wait()
+        except PluginError:
+            raise
+        except Exception as e:
+            raise self._run_error(dev, fn, info, args, launch, e) from e
 
     def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
         """Start a kernel after the events ``wait_for``; returns its event."""
@@ -336,9 +350,12 @@ class Plugin:
         except PluginError:
             raise
         except Exception as e:
-            raise PluginError(f"{self.label(dev)}: run of kernel {info.name} at "
-                              f"{fn:#x} with {len(args)} arguments, launch {tuple(launch)} "
-                              f"failed: {type(e).__name__}: {e}") from e
+            raise self._run_error(dev, fn, info, args, launch, e) from e
+
+    def _run_error(self, dev, fn, info, args, launch, e):
+        return PluginError(f"{self.label(dev)}: run of kernel {info.name} at {fn:#x} with "
+                           f"{len(args)} arguments, launch {tuple(launch)} failed: "
+                           f"{type(e).__name__}: {e}")
 
     def wait(self, dev: int, event) -> None:
         """Wait for an event of `run_async`; work that failed on the device (the kernel,
@@ -357,13 +374,13 @@ class Plugin:
 
     def kernel_info(self, fn: int) -> KernelInfo | None:
         """The KernelInfo of a loaded kernel, by device address."""
-        return self.__dict__.get("_kernel_infos", {}).get(fn)
+        return self._kernel_infos.get(fn)
 
     def _check_run(self, dev, fn, args):
         if not 0 <= dev < len(self.devices()):
             raise PluginError(f"{self.name}: run: no device {dev} "
                               f"(the plugin has {self.num_devices()})")
-        info = self.__dict__.get("_kernel_infos", {}).get(fn)
+        info = self._kernel_infos.get(fn)
         if info is None:
             raise PluginError(f"{self.label(dev)}: run: no kernel is loaded at {fn:#x}")
         if len(args) != len(info.args):

@@ -1,0 +1,76 @@
+"""Generated source kept on disk (pygomp.kernel_cache): a new process runs a cached
+kernel without importing the compiler, and never runs stale code when what the kernel
+reads from outside it (another module's constant, a helper) changes."""
+import os
+import subprocess
+import sys
+import textwrap
+
+CONSTS = "K = {k}\n"
+
+HELPERS = textwrap.dedent("""
+    import pygomp as omp
+
+    @omp.declare_target
+    def twice(v):
+        return {body}
+""")
+
+PROGRAM = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import pygomp as omp
+    import consts
+    from helpers import twice
+
+    class Opaque:                       # no fingerprint: a kernel that reads it is not kept
+        K = 5
+    opaque = Opaque()
+
+    @omp.target
+    def scale(x):
+        for i in range(x.shape[0]):
+            x[i] = twice(x[i]) + consts.K
+
+    @omp.target
+    def shift(x):
+        for i in range(x.shape[0]):
+            x[i] = x[i] + opaque.K
+
+    x = np.ones(3)
+    {{"scale": scale, "shift": shift}}[sys.argv[1]].on(0)(x)
+    print(x[0], "pygomp.compiler.frontend" in sys.modules)
+""")
+
+
+def run(tmp_path, kernel, k=1, body="2.0 * v"):
+    (tmp_path / "consts.py").write_text(CONSTS.format(k=k))
+    (tmp_path / "helpers.py").write_text(HELPERS.format(body=body))
+    (tmp_path / "prog.py").write_text(PROGRAM.format())
+    env = {n: v for n, v in os.environ.items() if not n.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(tmp_path))
+    r = subprocess.run([sys.executable, str(tmp_path / "prog.py"), kernel], env=env,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    value, compiled = r.stdout.split()
+    return float(value), compiled == "True"
+
+
+def test_a_cached_kernel_runs_without_the_compiler(tmp_path):
+    assert run(tmp_path, "scale") == (3.0, True)
+    assert run(tmp_path, "scale") == (3.0, False)
+
+
+def test_what_a_kernel_reads_from_outside_is_checked(tmp_path):
+    assert run(tmp_path, "scale") == (3.0, True)
+    assert run(tmp_path, "scale", k=10) == (12.0, True)         # another module's constant
+    assert run(tmp_path, "scale", k=10) == (12.0, False)
+    assert run(tmp_path, "scale", k=10, body="3.0 * v") == (13.0, True)    # a helper
+    assert run(tmp_path, "scale", k=10, body="3.0 * v") == (13.0, False)
+    assert run(tmp_path, "scale") == (3.0, True)        # back as it was: built anew
+
+
+def test_a_kernel_reading_an_object_is_not_kept(tmp_path):
+    assert run(tmp_path, "shift") == (6.0, True)
+    assert run(tmp_path, "shift") == (6.0, True)
