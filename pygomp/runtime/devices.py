@@ -18,7 +18,7 @@ import sys
 import threading
 import warnings
 
-from . import cache, env, images, mapping
+from . import cache, env, images, mapping, trace
 from .intervals import IntervalMap
 from .plugin import API_VERSION, DeviceInfo, PluginError
 
@@ -138,7 +138,7 @@ def plugin(name: str):
                 raise OffloadError(f"it implements plugin API version "
                                    f"{getattr(cls, 'api_version', '?')}, pygomp needs "
                                    f"version {API_VERSION}")
-            p = cls()
+            p = _instance(cls)
         except Exception as e:          # a plugin whose library is missing is skipped
             p = e
         p = _loaded.setdefault(name, p)
@@ -146,6 +146,16 @@ def plugin(name: str):
 
 
 _loaded = {}
+
+
+def _instance(cls):
+    """A new instance of a plugin class, traced under PYGOMP_PROFILE."""
+    p = cls()
+    profile = env.settings().profile
+    if profile:
+        trace.start(profile)
+        trace.instrument(p)
+    return p
 
 
 @functools.lru_cache(maxsize=1)
@@ -226,10 +236,10 @@ def _discover(s: env.Settings):
             chosen += [(p, i) for i in picked if (p, i) not in chosen]
     devs = []
     for n, (p, i) in enumerate(chosen):
-        p.set_label(i, f"device {n} ({p.name} {i})")
+        p.set_number(i, n)
         devs.append(Device(n, p, i, p.devices()[i]))
-    host = type(_plugin("host"))()      # its own instance: messages name the initial device
-    host.set_label(0, f"device {len(devs)} (the initial device)")
+    host = _instance(type(_plugin("host")))  # its own: messages name the initial device
+    host.set_number(0, len(devs), initial=True)
     devs.append(Device(len(devs), host, 0, INITIAL_INFO, is_initial=True))
     return devs
 

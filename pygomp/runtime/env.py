@@ -6,6 +6,7 @@ OMP_DISPLAY_ENV      true | false | verbose: print the settings once, at start-u
 PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follow it
                      (``none``: the initial device alone; empty is an error)
 PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
+PYGOMP_PROFILE       a file to write a Chrome trace of the run into (see `trace`)
 PYGOMP_CACHE_DIR     where compiled kernels and programs are cached (default: the user's
                      cache dir: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%)
 """
@@ -37,6 +38,7 @@ class Settings:
     devices: str | None          # PYGOMP_DEVICES, None if unset
     info: int
     cache_dir: str
+    profile: str = ""            # PYGOMP_PROFILE: where to write a trace, "" for none
 
 
 def _parse(environ) -> Settings:
@@ -60,6 +62,7 @@ def _parse(environ) -> Settings:
         devices=environ.get("PYGOMP_DEVICES"),
         info=_int(environ, "PYGOMP_INFO", 0),
         cache_dir=cache_dir(environ),
+        profile=environ.get("PYGOMP_PROFILE", ""),
     )
 
 
@@ -122,6 +125,7 @@ def display() -> None:
     if s.display_env == "verbose":
         lines += [f"  PYGOMP_DEVICES = '{s.devices if s.devices is not None else ''}'",
                   f"  PYGOMP_INFO = '{s.info:#x}'",
-                  f"  PYGOMP_CACHE_DIR = '{s.cache_dir}'"]
+                  f"  PYGOMP_CACHE_DIR = '{s.cache_dir}'",
+                  f"  PYGOMP_PROFILE = '{s.profile}'"]
     lines.append("OPENMP DISPLAY ENVIRONMENT END")
     print("\n".join(lines), file=sys.stderr, flush=True)

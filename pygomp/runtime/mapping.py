@@ -25,7 +25,7 @@ import ctypes
 import math
 from collections import namedtuple
 
-from . import env, kinds
+from . import env, kinds, trace
 
 INFINITY = math.inf       # functions and variables of images, associated pointers
 WORD = (1 << 64) - 1
@@ -736,7 +736,7 @@ class Call:
         `words` None when a call must go through `target`."""
         dev = self.dev
         self.version, self.words, self.counted, self.entries = None, None, (), ()
-        if dev.state != "initialized" or env.settings().info:
+        if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
         self.version = dev.map.version
         e = dev.map.find(self.fn, self.fn + 1)

@@ -201,13 +201,19 @@ class Plugin:
                 found = [i for i in found if self.devices()[i].matches(word)]
         return found
 
-    def label(self, dev: int) -> str:
-        """How messages name a device: by the number the runtime gave it (`set_label`),
-        else as the plugin's own device ``dev``."""
-        return self.__dict__.get("_labels", {}).get(dev) or f"{self.name} device {dev}"
+    def number(self, dev: int) -> int | None:
+        """The device number the runtime gave the plugin's device ``dev`` (None: none)."""
+        return self.__dict__.get("_numbers", {}).get(dev, (None, ""))[0]
 
-    def set_label(self, dev: int, text: str) -> None:
-        self.__dict__.setdefault("_labels", {})[dev] = text
+    def label(self, dev: int) -> str:
+        """How messages name a device: by its device number when it has one."""
+        got = self.__dict__.get("_numbers", {}).get(dev)
+        return got[1] if got else f"{self.name} device {dev}"
+
+    def set_number(self, dev: int, number: int, initial: bool = False) -> None:
+        """Give the plugin's device ``dev`` its device number (the runtime does)."""
+        label = f"device {number} ({'the initial device' if initial else f'{self.name} {dev}'})"
+        self.__dict__.setdefault("_numbers", {})[dev] = (number, label)
 
     def device_capabilities(self, dev: int) -> frozenset:
         return frozenset(self.capabilities)

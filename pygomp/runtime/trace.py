@@ -1,0 +1,151 @@
+"""``PYGOMP_PROFILE=trace.json``: what the runtime did, as a Chrome trace.
+
+Every compile, image load, allocation, free, copy (bytes, direction), kernel launch
+(kernel, launch sizes) and map/unmap (and the data constructs around them) becomes a
+complete event ("ph": "X") with its start and duration in microseconds.  A device is
+a process of the trace (pid: its device number, named as messages name it) and each
+Python thread a thread of it, so Perfetto (ui.perfetto.dev) and chrome://tracing show
+one track a device and a thread.  The file is written when the program ends.
+
+Tracing wraps the plugins' checked operations (`instrument`, for each plugin the runtime
+loads) and the mapping layer's entry points (`start`), so that without
+PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`mapping.Call`) go
+through `mapping.target` while tracing, so every map and unmap is seen.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import threading
+import time
+
+on = False                  # tracing (set once, by `start`)
+_path = None
+_events = []
+_t0 = time.perf_counter_ns()
+_names = {}                 # pid -> its name, (pid, tid) -> the thread's name
+_lock = threading.Lock()
+
+
+def start(path: str) -> None:
+    """Trace from now on into ``path`` (written at exit)."""
+    global on, _path
+    with _lock:
+        if on:
+            return
+        on, _path = True, path
+        from . import mapping
+        for name, (event, cat, describe, where) in _MAPPING.items():
+            setattr(mapping, name, _traced(getattr(mapping, name), event, cat,
+                                           describe, where))
+        atexit.register(write)
+
+
+def _device(dev, *args, **kwargs):
+    return dev.number, dev.plugin.label(dev.local)
+
+
+def _items(dev, items, *args, **kwargs):
+    return {"items": len(items), "bytes": sum(it.size for it in items)}
+
+
+_MAPPING = {        # mapping function -> (event, category, its arguments, its device)
+    "begin": ("map", "map", _items, _device),
+    "end": ("unmap", "map", lambda region, *a, **k: {"items": len(region.items)},
+            lambda region, *a, **k: _device(region.dev)),
+    "enter_data": ("target enter data", "construct", _items, _device),
+    "exit_data": ("target exit data", "construct", _items, _device),
+    "update": ("target update", "construct", _items, _device),
+    "target": ("target", "construct", lambda dev, fn, items, *a, **k: {
+        "function": hex(fn), "items": len(items)}, _device),
+    "start": ("target nowait", "construct", lambda dev, fn, items, *a, **k: {
+        "function": hex(fn), "items": len(items)}, _device),
+}
+
+
+def instrument(plugin) -> None:
+    """Trace the checked operations of one plugin instance (when tracing is on)."""
+    if not on:
+        return
+
+    def where(dev, *args, **kwargs):
+        return plugin.number(dev), plugin.label(dev)
+
+    def kernel(verb):
+        def describe(dev, fn, args, launch=(0, 0, 0), wait_for=()):
+            info = plugin.kernel_info(fn)
+            return {"kernel": info.name if info else hex(fn), "launch": list(launch),
+                    "words": len(args)}
+        return (lambda a: f"{verb} {a['kernel']}", "launch", describe)
+
+    def copy(direction):
+        return (f"copy {direction}", "copy",
+                lambda dev, dst, src, size: {"bytes": size, "direction": direction})
+
+    ops = {
+        "compile": ("compile", "compile",
+                    lambda dev, unit: {"kernels": [k.name for k in unit.kernels]}),
+        "load_image": ("load image", "image",
+                       lambda dev, image, nf, nv: {"image": image.name, "kernels": nf,
+                                                   "bytes": len(image.code)}),
+        "unload_image": ("unload image", "image", lambda dev, image: {"image": image.name}),
+        "init_device": ("init", "device", lambda dev: {}),
+        "alloc": ("alloc", "memory", lambda dev, size: {"bytes": size}),
+        "free": ("free", "memory", lambda dev, addr: {"address": hex(addr)}),
+        "host2dev": copy("host to device"),
+        "dev2host": copy("device to host"),
+        "dev2dev": copy("device to device"),
+        "run": kernel("run"),
+        "run_async": kernel("start"),
+        "wait": ("wait", "launch", lambda dev, event: {}),
+        "synchronize": ("synchronize", "launch", lambda dev: {}),
+    }
+    for op, (event, cat, describe) in ops.items():
+        setattr(plugin, op, _traced(getattr(plugin, op), event, cat, describe, where))
+
+
+def _traced(fn, event, cat, describe, where):
+    def traced(*args, **kwargs):
+        t = time.perf_counter_ns()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            end = time.perf_counter_ns()
+            pid, name = where(*args, **kwargs)
+            info = describe(*args, **kwargs)
+            _record(pid, name, event(info) if callable(event) else event, cat, t, end, info)
+    traced.__wrapped__ = fn
+    return traced
+
+
+def _record(pid, pname, event, cat, t, end, args):
+    pid = -1 if pid is None else pid
+    thread = threading.current_thread()
+    tid = thread.native_id or thread.ident
+    if pid not in _names:
+        _names[pid] = pname
+    if (pid, tid) not in _names:
+        _names[pid, tid] = thread.name
+    _events.append({"name": event, "cat": cat, "ph": "X", "ts": (t - _t0) / 1000,
+                    "dur": (end - t) / 1000, "pid": pid, "tid": tid, "args": args})
+
+
+def events() -> list:
+    """The events so far, with the names of the devices and threads (metadata events)."""
+    meta = []
+    for key, name in list(_names.items()):
+        if isinstance(key, tuple):
+            meta.append({"name": "thread_name", "ph": "M", "pid": key[0], "tid": key[1],
+                         "args": {"name": name}})
+        else:
+            meta.append({"name": "process_name", "ph": "M", "pid": key, "tid": 0,
+                         "args": {"name": name}})
+            meta.append({"name": "process_sort_index", "ph": "M", "pid": key, "tid": 0,
+                         "args": {"sort_index": key}})
+    return meta + list(_events)
+
+
+def write() -> None:
+    """Write the trace file (at exit; may be called earlier to see it so far)."""
+    with open(_path, "w") as f:
+        json.dump({"traceEvents": events(), "displayTimeUnit": "ms"}, f)

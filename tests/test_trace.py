@@ -1,0 +1,94 @@
+"""PYGOMP_PROFILE: a Chrome trace of a real run, on every device."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+PROGRAM = textwrap.dedent("""
+    import numpy as np, pygomp as omp
+
+    @omp.target
+    def saxpy(a: float, x, y):
+        for i in omp.parallel_range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    x, y = np.ones(1000), np.zeros(1000)
+    for d in range(omp.omp_get_num_devices() + 1):
+        with omp.target_data(d, to=[x], tofrom=[y]):
+            saxpy.on(d)(2.0, x, y)
+            saxpy.on(d)(2.0, x, y)
+        saxpy.on(d)(1.0, x, y, nowait=True).wait()
+    from pygomp.runtime import devices
+    print([d.plugin.label(d.local) for d in devices.all_devices()])
+""")
+
+
+def run(tmp_path, **environ):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_CACHE_DIR=os.environ["PYGOMP_CACHE_DIR"], **environ)
+    r = subprocess.run([sys.executable, str(tmp_path / "prog.py")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return eval(r.stdout.splitlines()[-1])
+
+
+def test_a_run_writes_a_chrome_trace(tmp_path):
+    path = tmp_path / "trace.json"
+    labels = run(tmp_path, PYGOMP_PROFILE=str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert names == dict(enumerate(labels))             # a track a device, named by it
+    spans = [e for e in events if e["ph"] == "X"]
+    for e in spans:
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int) and e["cat"]
+        assert e["ts"] >= 0 and e["dur"] >= 0
+    threads = {(e["pid"], e["tid"]) for e in events if e["name"] == "thread_name"}
+    assert {(e["pid"], e["tid"]) for e in spans} <= threads
+    initial = len(labels) - 1
+    for dev in range(len(labels)):
+        mine = [e for e in spans if e["pid"] == dev]
+        by = {}
+        for e in mine:
+            by.setdefault(e["name"], []).append(e)
+        runs = by["run saxpy"]
+        launches = runs + by.get("start saxpy", [])     # nowait on a queue: started
+        assert len(launches) == 3 and all(r["args"]["kernel"] == "saxpy" and
+                                          r["args"]["launch"] == [0, 0, 0] for r in launches)
+        assert "load image" in by and len(by["map"]) >= 3 and len(by["unmap"]) >= 3
+        for r in launches:          # each launch lies in its construct, on its thread
+            assert any(t["tid"] == r["tid"] and t["ts"] <= r["ts"] and
+                       r["ts"] + r["dur"] <= t["ts"] + t["dur"]
+                       for t in by["target"] + by.get("target nowait", []))
+        if dev == initial:          # shared memory: nothing allocated or copied
+            assert not {"alloc", "free", "copy host to device"} & set(by)
+            continue
+        assert [e["args"]["kernels"] for e in by["compile"]] == [["saxpy"]]
+        assert {e["args"]["bytes"] for e in by["alloc"]} == {8000}
+        assert len(by["alloc"]) == len(by["free"]) == 4
+        to = by["copy host to device"]
+        assert {(e["args"]["bytes"], e["args"]["direction"]) for e in to} == {
+            (8000, "host to device")}
+        back = by["copy device to host"]
+        assert {(e["args"]["bytes"], e["args"]["direction"]) for e in back} == {
+            (8000, "device to host")}
+        assert len(to) == 4 and len(back) == 3          # y, then x and y of the nowait call
+
+
+def test_no_trace_no_wrapping():
+    code = textwrap.dedent("""
+        import numpy as np, pygomp
+        from pygomp.runtime import devices, mapping, trace
+        a = np.zeros(4)
+        with pygomp.target_data(0, tofrom=[a]):
+            pass
+        p = devices.all_devices()[0].plugin
+        print(trace.on, hasattr(mapping.begin, "__wrapped__"), "run" in vars(p))
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_CACHE_DIR=os.environ["PYGOMP_CACHE_DIR"], PYGOMP_DEVICES="host")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "False"]
