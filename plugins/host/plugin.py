@@ -17,7 +17,7 @@ import threading
 import _cffi_backend
 
 from pygomp.errors import CompileError, compiler_error
-from pygomp.runtime import cache
+from pygomp.runtime import cache, hostmem
 from pygomp.runtime.plugin import DONE, DeviceInfo, LoadedImage, Plugin
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
@@ -30,7 +30,6 @@ _C = ctypes.CDLL(None)
 _libc = type("libc", (), {name: _ffi.cast(ctype, ctypes.cast(getattr(_C, name),
                                                              ctypes.c_void_p).value)
                           for name, ctype in (
-    ("posix_memalign", "int (*)(void **, size_t, size_t)"),
     ("calloc", "void *(*)(size_t, size_t)"),
     ("free", "void (*)(void *)"),
     ("memcpy", "void *(*)(void *, const void *, size_t)"),
@@ -45,7 +44,6 @@ _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
 # The kernel's first parameter is `void **` in C; uint64_t * has the same ABI and lets
 # cffi check the array it is given.
 KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
-ALIGNMENT = 64
 
 
 class _Kernel:
@@ -152,13 +150,10 @@ class HostPlugin(Plugin):
 
     # -- memory --------------------------------------------------------------
     def _alloc_impl(self, dev, size):
-        p = _ffi.new("void **")
-        if _libc.posix_memalign(p, ALIGNMENT, max(size, 1)) != 0:
-            return 0
-        return int(_ffi.cast("intptr_t", p[0]))
+        return hostmem.alloc(size)          # big ones on transparent huge pages
 
     def _free_impl(self, dev, addr):
-        _libc.free(_ffi.cast("void *", addr))
+        hostmem.free(addr)
 
     def _host2dev_impl(self, dev, dst, src, size):
         _libc.memcpy(_ffi.cast("void *", dst), _ffi.cast("void *", src), size)

@@ -39,6 +39,7 @@ import hashlib
 import os
 import threading
 
+from pygomp.runtime import hostmem
 from pygomp.runtime.plugin import SCALAR_KINDS, DeviceInfo, LoadedImage, Plugin, PluginError
 
 from . import build as _build
@@ -274,7 +275,15 @@ class OpenCLPlugin(Plugin):
     def _alloc_impl(self, dev, size):
         d = self._device(dev)
         try:
-            buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, max(size, 1))
+            if size >= hostmem.HUGE and self.devices()[dev].kind == "cpu":
+                # On the CPU a buffer is host memory: give it ours, on huge pages
+                host = hostmem.buffer(size)
+                if host is None:
+                    return 0
+                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                                hostbuf=host)
+            else:
+                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, max(size, 1))
         except cl.MemoryError:
             return 0
         buf._pygomp_dev = dev
@@ -282,6 +291,8 @@ class OpenCLPlugin(Plugin):
 
     def _free_impl(self, dev, addr):
         buf = self._space.remove(addr)
+        if buf.hostbuf is not None:     # its memory goes with it: let queued work end
+            self._device(dev).queue.finish()
         self._frees += 1            # kernels set to that buffer set their arguments anew
         if getattr(buf, "_pygomp_dev", None) != dev:
             raise PluginError(f"{self.label(dev)}: free: {addr:#x} belongs to "
