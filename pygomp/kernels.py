@@ -123,7 +123,7 @@ class Spec:
         self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
                          for pname, t in zip(kernel.param_names, argtypes)]
         self._ir = None
-        self.params = self.ret = None           # known once compiled or loaded
+        self._params = self._ret = None         # known once compiled or loaded
         self.symbol = images.HostSymbol(self.name)
         self.units = {}           # target kind -> unit (an emit.Unit or kernel_cache.Unit)
         self.tables = {}          # device identity -> registered OffloadImage
@@ -145,8 +145,22 @@ class Spec:
             ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
                                            name=self.name)
             reductions.lower(ir)
-            self.params, self.ret, self._ir = ir.params, ir.ret, ir
+            self._params, self._ret, self._ir = ir.params, ir.ret, ir
         return self._ir
+
+    @property
+    def params(self):
+        """``[(C name, type)]`` a parameter, as the compiler types them."""
+        if self._params is None:
+            self.ir
+        return self._params
+
+    @property
+    def ret(self):
+        """The result type (a `types.Void` for none)."""
+        if self._ret is None:
+            self.ir
+        return self._ret
 
     @property
     def ret_dtype(self):
@@ -169,8 +183,8 @@ class Spec:
             fn = self.kernel.py_func
             got = kernel_cache.load(fn, self.name, self.argtypes, plugin)
             if got is not None:
-                u, self.params = got
-                self.units[plugin.target], self.ret = u, u.ret
+                u, self._params = got
+                self.units[plugin.target], self._ret = u, u.ret
             else:
                 u = self.unit(plugin.target_hooks())
                 kernel_cache.store(fn, self.name, self.argtypes, plugin, u, self.params)

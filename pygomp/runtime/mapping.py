@@ -753,7 +753,8 @@ class Call:
                 words.append(it.addr & WORD)
                 entries.append(None)
                 continue
-            if not (t.mapping or t.base == kinds.FORCE_PRESENT) or t.always or t.force:
+            if not (t.mapping or t.base == kinds.FORCE_PRESENT) or t.always \
+                    or t.kind & kinds.FLAG_FORCE:
                 return
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
@@ -764,8 +765,8 @@ class Call:
                 return
             else:
                 words.append(e.dev_start + (it.addr - e.host_start))
-                if e not in counted:
-                    counted.append(e)
+                if _owner(e) not in counted:        # a struct's members: its owner
+                    counted.append(_owner(e))
             entries.append(e)
         self.words, self.entries, self.counted = words, entries, counted
 
