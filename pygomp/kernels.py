@@ -55,6 +55,8 @@ _MASK = (1 << 64) - 1
 _D, _Q = struct.Struct("<d"), struct.Struct("<Q")
 _F, _I = struct.Struct("<f"), struct.Struct("<I")
 _FPI = kinds.FIRSTPRIVATE_INT
+_STRUCT = {"b1": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2": "H",
+           "u4": "I", "u8": "Q", "f4": "f", "f8": "d"}   # a result's dtype -> struct code
 _Item = mapping.Item
 
 _KINDS = {"to": kinds.TO, "from": kinds.FROM, "tofrom": kinds.TOFROM, "alloc": kinds.ALLOC}
@@ -239,11 +241,15 @@ class Spec:
 
 class _Repeat:
     """A call that may repeat on one device: its arrays (the same objects, of the same
-    shapes), its scalars' positions and Python types, and the prepared `mapping.Call`."""
-    __slots__ = ("n", "arrays", "scalars", "call")
+    shapes), its scalars' positions and Python types, the prepared `mapping.Call`, and
+    how its result's bytes read."""
+    __slots__ = ("n", "arrays", "scalars", "call", "result")
 
     def __init__(self, spec, dev, args, items, launch):
         self.n = len(args)
+        dtype = spec.ret_dtype
+        self.result = None if dtype is None else \
+            struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
         self.arrays, self.scalars, slots = [], [], []
         i = 0
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
@@ -254,7 +260,13 @@ class _Repeat:
                 self.scalars.append((pos, how, type(a)))
                 slots.append(i)
                 i += 1
-        self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch)
+        self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch,
+                                 self.result.size if self.result else 0)
+
+    def run(self, values):
+        """Run with these scalar words; the kernel's result, or None."""
+        got = self.call.run(values)
+        return self.result.unpack(got)[0] if self.result else None
 
     def values(self, args):
         """The scalar words of a call with the same arrays and scalar types, else None."""
@@ -427,17 +439,12 @@ class Kernel:
             if r is not None:
                 values = r.values(args)
                 if values is not None:
-                    return r.call.run(values)
+                    return r.run(values)
         s, args, items = self._prepare(args, dev)
-        if s.ret_dtype is None:
-            r = _Repeat(s, dev, args, items, self.launch)
-            if all(a.flags.writeable for _, a, _ in r.arrays):
-                s.repeats[dev] = r
-            return r.call.run([items[i].addr for i in r.call.slots])
-        out = np.empty(1, s.ret_dtype)
-        items.append(_Item(out.ctypes.data, out.nbytes, kinds.FROM, out))
-        mapping.target(dev, s.symbol.address, items, self.launch)
-        return out[0].item()
+        r = _Repeat(s, dev, args, items, self.launch)
+        if all(a.flags.writeable for _, a, _ in r.arrays):
+            s.repeats[dev] = r
+        return r.run([items[i].addr for i in r.call.slots])
 
     def _start(self, dev, s, items, wait_for):
         """Start specialization ``s`` with map items ``items`` on a device with a queue
@@ -469,7 +476,7 @@ class Bound:
                 and self.devs is devices.all_devices():
             values = r.values(args)
             if values is not None:
-                return r.call.run(values)
+                return r.run(values)
         k = self.kernel
         if kwargs or len(args) != len(k.param_names):
             args = k.bind(args, kwargs)

@@ -622,6 +622,15 @@ void clobber(void **args, const int64_t *launch)
     double *p = (double *) args[0];
     p[0] = -1;
 }
+
+void twice(void **args, const int64_t *launch)
+{
+    double x;
+    memcpy(&x, &args[0], sizeof x);
+    const double *a = (const double *) args[1];
+    double *out = (double *) args[2];
+    *out = 2 * x + a[0];
+}
 """
 
 
@@ -635,7 +644,8 @@ def table(kernels_so):
     store = np.zeros(8)
     gvar = store[:4]                # the host copy of `double gvar[4]`, inside a bigger array
     gvar[:] = [1.0, 2.0, 3.0, 4.0]
-    t = host_table(kernels_so, {"scale": 3, "add_gvar": 1, "words": 2, "clobber": 1},
+    t = host_table(kernels_so, {"scale": 3, "add_gvar": 1, "words": 2, "clobber": 1,
+                                   "twice": 3},
                    [("gvar", gvar)])
     t.gvar, t.store = gvar, store
     with registered(t):
@@ -697,6 +707,20 @@ def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     call.run([word(2.0)])
     assert not omp_target_is_present(a, DEV) and plugin.live == {}
     np.testing.assert_array_equal(a, np.arange(10.0) * 12)
+
+
+def test_a_prepared_call_returns_its_result(dev, plugin, table):
+    a = np.array([10.0])
+    call = mapping.Call(dev, table.symbols["twice"], [Item(0, 0, kinds.FIRSTPRIVATE_INT),
+                                                      item(a, kinds.TO)], slots=[0], result=8)
+    result = lambda x: struct.unpack("<d", call.run([word(x)]))[0]    # noqa: E731
+    assert result(1.5) == 13.0                  # absent: through target, mapped from
+    assert user_entries(dev) == [] and plugin.live == {}
+    with target_data(DEV, to=a):
+        assert result(2.0) == 14.0 and result(3.0) == 16.0     # present: a result slot
+        assert len(dev.spare_results) == 1 and len(plugin.live) == 2
+    dev.finalize()
+    assert plugin.live == {} and dev.spare_results == []
 
 
 def test_target_inside_target_data(dev, table):

@@ -687,19 +687,23 @@ class Call:
     a call reuses the function's address, the entries found and the words they give:
     it only counts the entries up, runs, and counts them down.  Items that the
     construct would create, copy (``always``, firstprivate copies) or report
-    (PYGOMP_INFO) go through `target` every time, as does any error."""
-    __slots__ = ("dev", "fn", "items", "slots", "launch", "version", "address", "counted",
-                 "entries", "words")
+    (PYGOMP_INFO) go through `target` every time, as does any error.
 
-    def __init__(self, dev, fn, items, slots, launch=(0, 0, 0)):
-        self.dev, self.fn, self.launch = dev, fn, launch
+    A kernel with a result (``result`` bytes, at most `RESULT`) gets one more word: the
+    address of a result slot of the device's own (as if mapped ``from``), and `run`
+    returns the bytes the kernel left there."""
+    __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "version", "address",
+                 "counted", "entries", "words")
+
+    def __init__(self, dev, fn, items, slots, launch=(0, 0, 0), result=0):
+        self.dev, self.fn, self.launch, self.result = dev, fn, launch, result
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
         self.version = None             # the map version `words` were made for
         self.words = None               # None: go through `target`
 
-    def run(self, values) -> None:
-        """Run with ``values`` as the words at `slots`."""
+    def run(self, values):
+        """Run with ``values`` as the words at `slots`; the result's bytes, or None."""
         dev = self.dev
         with dev.lock:
             if self.version != dev.map.version:
@@ -708,19 +712,27 @@ class Call:
             for e in counted:
                 e.refcount += 1
         if words is None:
-            items = self.items[:]
-            for i, v in zip(self.slots, values):
-                items[i] = Item(v, 0, kinds.FIRSTPRIVATE_INT)
-            return target(dev, self.fn, items, self.launch)
-        if values:
+            return self._target(values)
+        if values or self.result:
             words = words[:]
             for i, v in zip(self.slots, values):
                 words[i] = v & WORD
+        slot = 0
         ok = False
         try:
+            if self.result:
+                slot = _result_slot(dev)
+                words.append(slot)
             dev.plugin.run(dev.local, self.address, words, self.launch)
+            if slot:
+                out = ctypes.create_string_buffer(self.result)
+                dev.plugin.dev2host(dev.local, ctypes.addressof(out), slot, self.result)
+                ok = True
+                return out.raw
             ok = True
         finally:
+            if slot:
+                dev.spare_results.append(slot)
             if counted:
                 with dev.lock:
                     unused = False
@@ -730,6 +742,18 @@ class Call:
                             unused = True       # unmapped by others meanwhile
                     if unused:
                         _release(dev, self.items, entries, ok)
+
+    def _target(self, values):
+        """The call through `target`: the per-call words, and the result mapped ``from``."""
+        items = self.items[:]
+        for i, v in zip(self.slots, values):
+            items[i] = Item(v, 0, kinds.FIRSTPRIVATE_INT)
+        if not self.result:
+            return target(self.dev, self.fn, items, self.launch)
+        out = ctypes.create_string_buffer(self.result)
+        items.append(Item(ctypes.addressof(out), self.result, kinds.FROM, out))
+        target(self.dev, self.fn, items, self.launch)
+        return out.raw
 
     def _look_up(self):
         """Find the function and every item in the map (under the device's lock); leave
@@ -769,6 +793,17 @@ class Call:
                     counted.append(_owner(e))
             entries.append(e)
         self.words, self.entries, self.counted = words, entries, counted
+
+
+RESULT = 8          # bytes of a result slot: a kernel's result is a scalar
+
+
+def _result_slot(dev):
+    """A result slot of the device (kept for reuse; freed by `release_all`)."""
+    try:
+        return dev.spare_results.pop()
+    except IndexError:
+        return dev.plugin.alloc(dev.local, RESULT)
 
 
 def _initial_words(items):
@@ -849,7 +884,10 @@ def remove_entries(dev, entries) -> None:
 
 
 def release_all(dev) -> None:
-    """At the device's end: remove what is still mapped (reported under PYGOMP_INFO)."""
+    """At the device's end: remove what is still mapped (reported under PYGOMP_INFO),
+    free the result slots."""
+    while dev.spare_results:
+        dev.plugin.free(dev.local, dev.spare_results.pop())
     left = [e for e in dev.map if e.refcount != INFINITY]
     if left:
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
