@@ -45,9 +45,13 @@ def as_array(obj):
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
         return np.asarray(obj)
     try:
-        return np.asarray(memoryview(obj))
+        view = memoryview(obj)
     except TypeError:
         return None
+    try:
+        return np.asarray(view)
+    except (TypeError, ValueError, NotImplementedError):   # a format numpy cannot read
+        return np.frombuffer(view.cast("B"), np.uint8)
 
 
 ARRAYS = ("numpy arrays (and subclasses such as np.memmap), objects with "

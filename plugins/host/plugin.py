@@ -12,7 +12,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shutil
+import tempfile
 import threading
+import types
 
 import _cffi_backend
 
@@ -27,16 +30,20 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
 # itself, so loading the plugin does not import cffi's C parser (tens of ms at start-up).
 _ffi = _cffi_backend.FFI()
 _C = ctypes.CDLL(None)
-_libc = type("libc", (), {name: _ffi.cast(ctype, ctypes.cast(getattr(_C, name),
-                                                             ctypes.c_void_p).value)
-                          for name, ctype in (
-    ("calloc", "void *(*)(size_t, size_t)"),
-    ("free", "void (*)(void *)"),
-    ("memcpy", "void *(*)(void *, const void *, size_t)"),
-    ("dlopen", "void *(*)(const char *, int)"),
-    ("dlsym", "void *(*)(void *, const char *)"),
-    ("dlclose", "int (*)(void *)"),
-    ("dlerror", "char *(*)(void)"))})
+
+
+def _c_function(name, ctype):
+    return _ffi.cast(ctype, ctypes.cast(getattr(_C, name), ctypes.c_void_p).value)
+
+
+_libc = types.SimpleNamespace(
+    calloc=_c_function("calloc", "void *(*)(size_t, size_t)"),
+    free=_c_function("free", "void (*)(void *)"),
+    memcpy=_c_function("memcpy", "void *(*)(void *, const void *, size_t)"),
+    dlopen=_c_function("dlopen", "void *(*)(const char *, int)"),
+    dlsym=_c_function("dlsym", "void *(*)(void *, const char *)"),
+    dlclose=_c_function("dlclose", "int (*)(void *)"),
+    dlerror=_c_function("dlerror", "char *(*)(void)"))
 RTLD_NOW = 2
 # Images built with -fopenmp use libgomp; unloading it while its idle threads live
 # crashes, so the plugin keeps it loaded for the life of the process.
@@ -201,8 +208,7 @@ class HostPlugin(Plugin):
 
 def compile_c(source: str, name: str = "kernel") -> bytes:
     """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
-    import subprocess
-    import tempfile
+    import subprocess               # here: loading cached kernels never needs it
     gcc = os.environ.get("CC") or "gcc"
     with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
         src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
@@ -240,24 +246,13 @@ def _compiler_id():
     """The C compiler binary found on PATH (without running it) and the flags; None
     when there is none (cached kernels still load)."""
     if "compiler" not in _ids:
-        gcc = _which(os.environ.get("CC") or "gcc")
+        gcc = shutil.which(os.environ.get("CC") or "gcc")
         if gcc is None:
             _ids["compiler"] = None
         else:
             st = os.stat(gcc)
             _ids["compiler"] = f"{gcc}|{st.st_size}|{st.st_mtime}|" + " ".join(CFLAGS)
     return _ids["compiler"]
-
-
-def _which(program):
-    """The path of ``program`` as the shell finds it on PATH, else None."""
-    if os.sep in program:
-        return program if os.access(program, os.X_OK) else None
-    for d in os.get_exec_path():
-        path = os.path.join(d, program)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
 
 
 def _max_threads():
