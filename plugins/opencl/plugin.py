@@ -66,7 +66,7 @@ class _Kernel:
     """A kernel's cl.Kernel objects (one an entry), its argument decoding and scratch."""
     __slots__ = ("entries", "info", "masks", "max_local", "lock", "scratch",
                  "scratch_size", "private", "private_size", "single", "plans", "last_words",
-                 "last_launch", "last_frees")
+                 "last_launch", "last_frees", "held")
 
     def __init__(self, program, info, cldev):
         np = _numpy()
@@ -79,6 +79,7 @@ class _Kernel:
         self.scratch_size = self.private_size = 0
         self.single = False
         self.last_words = self.last_launch = self.last_frees = None    # see _run_impl
+        self.held = None                 # what the entries are set to (see _set_args)
         self.plans = {}          # launch -> (gangs, [(cl.Kernel, global, local, tree)])
         dtypes, self.masks = [], []
         for c in info.args:
@@ -376,6 +377,7 @@ class OpenCLPlugin(Plugin):
                 vals += (None, 0)
         if info.has_scratch:
             vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
+        held = []       # OpenCL does not keep the buffers an entry is set to alive: we do
         for entry, gsize, local, tree in steps:
             mine = vals
             if info.private_bytes:
@@ -384,6 +386,8 @@ class OpenCLPlugin(Plugin):
             if tree is not None:
                 mine = mine + [tree]
             entry.set_args(*mine)
+            held.append(mine)
+        k.held = held
 
     def _plan(self, dev, k, launch):
         """The gangs of a launch, and per entry its sizes and team-local tree memory."""
