@@ -47,10 +47,13 @@ class IntervalMap:
         i = bisect_right(self._starts, end) - 1
         while i >= 0:
             e = entries[i]
-            s = e.host_start
-            if hits(start, end, s, e.host_end):
+            s, t = e.host_start, e.host_end
+            if start < end and s < t:           # two non-empty ranges: do they overlap
+                if s < end and start < t:
+                    return e
+            elif hits(start, end, s, t):
                 return e
-            if s < start and s < e.host_end:
+            if s < start and s < t:
                 return None
             i -= 1
         return None
