@@ -700,7 +700,7 @@ class Call:
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
         self.version = None             # the map version `words` were made for
-        self.words = None               # None: go through `target`
+        self.words = self.address = None   # words None: go through `target`
 
     def run(self, values):
         """Run with ``values`` as the words at `slots`; the result's bytes, or None."""
@@ -709,6 +709,7 @@ class Call:
             if self.version != dev.map.version:
                 self._look_up()
             words, counted, entries = self.words, self.counted, self.entries
+            address = self.address
             for e in counted:
                 e.refcount += 1
         if words is None:
@@ -723,7 +724,7 @@ class Call:
             if self.result:
                 slot = _result_slot(dev)
                 words.append(slot)
-            dev.plugin.run(dev.local, self.address, words, self.launch)
+            dev.plugin.run(dev.local, address, words, self.launch)
             if slot:
                 out = ctypes.create_string_buffer(self.result)
                 dev.plugin.dev2host(dev.local, ctypes.addressof(out), slot, self.result)
