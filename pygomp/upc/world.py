@@ -154,9 +154,7 @@ class World:
                 a._release()
             self.comm.Free()
         except Exception as e:          # noqa: BLE001  (at exit: report, then stop all)
-            sys.stderr.write(f"pygomp.upc: rank {self.rank}: {e}\n")
-            sys.stderr.flush()
-            self.MPI.COMM_WORLD.Abort(1)
+            _abort(self, f"pygomp.upc: rank {self.rank}: {e}\n")
 
 
 class _Timed:
@@ -176,12 +174,19 @@ def _abort_on_uncaught(world):
     """An uncaught exception on one rank stops every rank (after printing it)."""
     def hook(kind, value, tb):
         text = "".join(traceback.format_exception(kind, value, tb))
-        sys.stderr.write(f"{text}pygomp.upc: rank {world.rank} of {world.size} stopped on "
-                         f"{kind.__name__}: aborting all ranks\n")     # one write: no mixing
-        sys.stderr.flush()
-        world.MPI.COMM_WORLD.Abort(1)
+        _abort(world, f"{text}pygomp.upc: rank {world.rank} of {world.size} stopped on "
+                      f"{kind.__name__}: aborting all ranks\n")
 
     sys.excepthook = hook
+
+
+def _abort(world, text):
+    """Print ``text`` (one write: no mixing with other ranks) and stop every rank.  The
+    pause lets mpiexec forward the text before the abort kills the job's processes."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    time.sleep(0.5)
+    world.MPI.COMM_WORLD.Abort(1)
 
 
 _world = None
