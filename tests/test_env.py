@@ -280,7 +280,7 @@ def test_info_bits():
     assert f"pygomp: device 0: removed {ra} -> 0x" in err
     # at exit, what is still mapped
     assert re.search(rf"pygomp: device 0 still has 1 mapping\(s\) at exit:\n  "
-                     rf"{re.escape(rk)} -> 0x[0-9a-f]+ refcount 0 dynamic 1\n", err), err
+                     rf"{re.escape(rk)} -> 0x[0-9a-f]+ refcount 1 dynamic 0\n", err), err
     assert err.index("still has") > err.index("removed")
 
 

@@ -1,17 +1,24 @@
-"""OpenMP 5.2 map semantics on a device's interval map (libgomp's gomp_map_vars family).
+"""OpenMP 5.2 and OpenACC map semantics on a device's interval map (libgomp's
+gomp_map_vars family, and its OpenACC routines).
 
-- A structured construct (target, target data) increments an entry's structured
-  reference count, enter/exit data its dynamic count; each entry at most once a construct.
+- An entry has one reference count, as in libgomp.  OpenMP: target, target data and
+  enter data increment it, at most once a construct; the end of a structured construct
+  and exit data's from/release decrement it, delete sets it to zero.  OpenACC
+  (``acc=True``) also keeps the dynamic part of the count (enter data, acc_copyin...):
+  its exit data takes one dynamic reference away (finalize: all of them), and a
+  structured region's end its own.
 - An item found inside an entry uses it (a numpy view finds its parent's entry); one that
   extends an entry fails, naming both ranges.  The one exception is libgomp's for
   implicit maps: an implicit item that contains a whole entry uses that entry (its word
   is the device address the item's start would have, and only the entry's part is ever
   copied).  Python kernels map their arrays explicitly, since they use every element.
-- ``from`` copies back when both counts reach zero, or always with ``always``.
+- ``from`` copies back when the construct brings the count to zero (then the entry
+  goes), or always with ``always``; an entry removed inside a structured construct
+  (exit data delete) is left alone at its end.
 - ``present`` on an absent object fails with its address and size.
 - An error leaves the map as it was before the construct: no half-made entries.
 - The members of a mapped struct (GCC's GOMP_MAP_STRUCT) are entries of their own in
-  one device allocation; they share the first member's reference counts, and are
+  one device allocation; they share the first member's reference count, and are
   removed together.  Pointers attached in mapped memory (ATTACH) are never copied
   either way while attached.
 
@@ -27,7 +34,7 @@ from collections import namedtuple
 
 from . import env, kinds, trace
 
-INFINITY = math.inf       # functions and variables of images, associated pointers
+INFINITY = math.inf       # images' functions and variables, associated pointers, acc_map_data
 WORD = (1 << 64) - 1
 
 Item = namedtuple("Item", "addr size kind obj name", defaults=(None, None))
@@ -49,8 +56,8 @@ class Entry:
         self.host_end = host_end
         self.dev_start = dev_start      # device address of host_start
         self.alloc = alloc              # device allocation owned by the entry (0: none)
-        self.refcount = refcount        # structured reference count
-        self.dynamic_refcount = dynamic_refcount
+        self.refcount = refcount        # the reference count (0: removed from the map)
+        self.dynamic_refcount = dynamic_refcount    # OpenACC: its dynamic part
         self.keepalive = keepalive      # the host object, kept alive while mapped
         self.associated = associated    # made by omp_target_associate_ptr
         self.attached = None            # offset -> attach count of pointers in it
@@ -88,23 +95,25 @@ def _not_present(dev, addr, size):
 class Region:
     """What one construct did to a device's map, so that it can be undone or ended."""
     __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic",
-                 "attached")
+                 "attached", "acc")
 
-    def __init__(self, dev, items, dynamic):
+    def __init__(self, dev, items, dynamic, acc):
         self.dev = dev
         self.items = items
-        self.dynamic = dynamic
+        self.dynamic = dynamic  # OpenACC enter data: dynamic references, one an item
+        self.acc = acc          # OpenACC's rules and words
         self.entries = []       # per item: its entry, or None
         self.args = []          # per item: the 64-bit word the kernel gets
-        self.counted = []       # entries whose count this construct incremented, once each
+        self.counted = []       # entries whose count this construct incremented
         self.created = []       # entries this construct made
         self.temps = []         # device memory for firstprivate copies
         self.attached = []      # (entry, pointer address) this construct attached
 
 
-def begin(dev, items, dynamic=False) -> Region:
-    """Map ``items`` for a construct; returns the region to pass to `end`."""
-    region = Region(dev, items, dynamic)
+def begin(dev, items, acc=False, dynamic=False) -> Region:
+    """Map ``items`` for a construct; returns the region to pass to `end`.  ``acc``:
+    OpenACC's rules; ``dynamic`` (with ``acc``): enter data's dynamic references."""
+    region = Region(dev, items, acc and dynamic, acc)
     if dev.is_initial:
         region.args = [_initial_word(region, it) for it in items]
         return region
@@ -160,7 +169,10 @@ def _map_item(region, it):
     if t.base in _SPECIAL:
         _SPECIAL[t.base](region, it)
         return
-    if t.base == kinds.FORCE_PRESENT:
+    if t.base == kinds.FORCE_PRESENT:            # OpenACC present: libgomp's words
+        if dev.map.find(addr, addr + size) is None:
+            raise _error(dev, f"present clause: !acc_is_present ({addr:#x}, {size} "
+                              f"({size:#x}))")
         t = kinds.traits(kinds.PRESENT_ALLOC)
     if not t.mapping:
         raise _error(dev, f"map kind {kinds.name(kind)} is not valid for {_range(addr, size)}")
@@ -176,13 +188,16 @@ def _map_item(region, it):
 def _use(region, e, it, t):
     """An item found in entry ``e``: check that it fits, count the entry once."""
     dev, addr, size = region.dev, it.addr, it.size
-    if ((addr < e.host_start or addr + size > e.host_end) and not (
-            t.implicit and addr <= e.host_start and e.host_end <= addr + size)) \
-            or t.kind & kinds.FLAG_FORCE:
+    outside = addr < e.host_start or addr + size > e.host_end
+    if region.dynamic and outside:              # OpenACC enter data, acc_copyin
+        raise _error(dev, f"[{addr:#x},+{size}] not mapped")
+    if (outside and not (t.implicit and addr <= e.host_start and e.host_end <= addr + size)) \
+            or (t.kind & kinds.FLAG_FORCE and not region.dynamic):
         who = f"{it.name}: " if it.name else ""
         why = (f" ({kinds.name(t.kind)} needs an object not present)"
                if t.kind & kinds.FLAG_FORCE else "")
-        raise _error(dev, f"{who}trying to map {_range(addr, size)} when "
+        words = "Trying to map into device {} object" if region.acc else "trying to map {}"
+        raise _error(dev, f"{who}{words.format(_range(addr, size))} when "
                           f"[{e.host_start:#x}..{e.host_end:#x}) is already mapped{why}")
     _count(region, e)
     if env.settings().info & env.INFO_REUSE:
@@ -192,30 +207,28 @@ def _use(region, e, it, t):
 
 
 def _count(region, e):
-    """Count ``e`` (its owner) once for this construct."""
+    """Count ``e`` (its owner) once for this construct (OpenACC enter data: once an item)."""
     e = _owner(e)
-    if e not in region.counted:             # Entry has no __eq__: identity
+    if region.dynamic or e not in region.counted:   # Entry has no __eq__: identity
         region.counted.append(e)
-        _ref(e, region.dynamic, 1)
+        _ref(e, 1, region.dynamic)
 
 
 def _create(region, it, t):
-    """A new entry for an absent item (None for a zero-length one: NULL on the device)."""
+    """A new entry for an absent item (a zero-length object gets a zero-length entry at
+    a device address of its own, as libgomp makes one)."""
     dev = region.dev
     addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
     if t.present:
         raise _not_present(dev, addr, size)
-    if size == 0:
-        return None
-    d = dev.plugin.alloc(dev.local, size)
+    d = dev.plugin.alloc(dev.local, max(size, 1))
     try:
         e = _birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
     except ValueError:
         dev.plugin.free(dev.local, d)
         raise
     region.created.append(e)
-    region.counted.append(e)
-    _ref(e, region.dynamic, 1)
+    _count(region, e)
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped {_range(addr, size)} "
                                f"({kinds.name(kind)}) at {d:#x}")
@@ -234,24 +247,32 @@ def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
 
 
 def _death(dev, e) -> None:
-    """Remove an entry (a struct: all its members) and free the device memory it owns."""
+    """Remove an entry (a struct: all its members) and free the device memory it owns;
+    its count becomes 0, so that constructs that still hold it leave it alone."""
+    e.refcount = e.dynamic_refcount = 0
     for m in e.group or (e,):
         dev.map.remove(m)
     if e.alloc:
         dev.plugin.free(dev.local, e.alloc)
 
 
-def _ref(e, dynamic, n) -> None:
-    """Change the dynamic or the structured reference count (an infinite one stays)."""
+def _ref(e, n, dynamic=False) -> None:
+    """Change the reference count (an infinite one stays), and with ``dynamic`` its
+    dynamic part (OpenACC's)."""
+    if e.refcount != INFINITY:
+        e.refcount += n
     if dynamic:
         e.dynamic_refcount += n
-    else:
-        e.refcount += n
 
 
-def _unused(e) -> bool:
+def _down(e, zeroed, to_zero=False) -> None:
+    """One reference less (``to_zero``: all of them) on a live entry's owner; an owner
+    that reaches zero is added to ``zeroed`` (its construct copies back and removes it)."""
     e = _owner(e)
-    return e.refcount + e.dynamic_refcount == 0
+    if 0 < e.refcount != INFINITY:
+        _ref(e, -e.refcount if to_zero else -1)
+        if e.refcount == 0:
+            zeroed.append(e)
 
 
 # -- copies -------------------------------------------------------------------------
@@ -294,7 +315,7 @@ def _undo(region):
         _detach_pointer(dev, e, ptr)
     for e in region.counted:
         if e not in region.created:
-            _ref(e, region.dynamic, -1)
+            _ref(e, -1, region.dynamic)
     for e in region.created:
         _death(dev, e)
     _free_temps(region)
@@ -308,50 +329,54 @@ def _free_temps(region):
 
 
 def end(region, copy_back=True) -> None:
-    """End a structured construct: decrement once per entry, copy back, remove."""
+    """End a structured construct: decrement once per entry (an entry removed meanwhile
+    is left alone), copy back, remove what reached zero."""
     dev = region.dev
     if dev.is_initial:
         region.temps = []
         return
     with dev.lock:
         for e, ptr in reversed(region.attached):      # before anything is copied back
-            _detach_pointer(dev, e, ptr)
+            if _owner(e).refcount:
+                _detach_pointer(dev, e, ptr)
+        zeroed = []
         for e in region.counted:
-            _ref(e, region.dynamic, -1)
-        _release(dev, region.items, region.entries, copy_back)
+            _down(e, zeroed)
+        _release(dev, region.items, region.entries, copy_back, zeroed)
         _free_temps(region)
 
 
-def _release(dev, items, entries, copy_back):
-    """Copy back what `from` asks for, then remove entries whose counts reached zero."""
+def _release(dev, items, entries, copy_back, zeroed):
+    """Copy back what `from` asks for (``always``: from any live entry, else from those
+    the construct brought to zero), then remove the ``zeroed`` entries."""
     first_error = None
     if copy_back:
         for it, e in zip(items, entries):
             if e is None:
                 continue
             t = kinds.traits(it.kind)
-            if t.from_ and (t.always or _unused(e)):
+            o = _owner(e)
+            if t.from_ and (any(o is z for z in zeroed) or (t.always and o.refcount)):
                 try:
                     _copy_from(dev, e, it.addr, it.size)
                 except Exception as err:        # keep releasing; report the first failure
                     first_error = first_error or err
-    for e in dict.fromkeys(_owner(e) for e in entries if e is not None):
-        if _unused(e):
-            if env.settings().info & env.INFO_MAP:
-                env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
-            _death(dev, e)
+    for e in zeroed:
+        if env.settings().info & env.INFO_MAP:
+            env.info(env.INFO_MAP, f"device {dev.number}: removed {e!r}")
+        _death(dev, e)
     if first_error is not None:
         raise first_error
 
 
-def enter_data(dev, items) -> None:
-    """``target enter data``: to / alloc (with always, present) on dynamic counts, and
-    GCC's struct, pointer and attach items."""
+def enter_data(dev, items, acc=False) -> None:
+    """``target enter data`` (``acc``: OpenACC's ``enter data``, a dynamic reference an
+    item): to / alloc (with always, present), and GCC's struct, pointer and attach items."""
     for it in items:
         if not kinds.is_mapping(it.kind) and kinds.base(it.kind) not in _ENTER_SPECIAL:
             raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is not "
                                f"valid on target enter data")
-    begin(dev, items, dynamic=True)
+    begin(dev, items, acc=acc, dynamic=True)
 
 
 _EXIT_KINDS = {kinds.DELETE, kinds.RELEASE, kinds.ZERO_LEN_ARRAY_SECTION,
@@ -359,14 +384,18 @@ _EXIT_KINDS = {kinds.DELETE, kinds.RELEASE, kinds.ZERO_LEN_ARRAY_SECTION,
 _ZERO_LEN_KINDS = {kinds.ZERO_LEN_ARRAY_SECTION, kinds.DELETE_ZERO_LEN_ARRAY_SECTION}
 
 
-def exit_data(dev, items) -> None:
-    """``target exit data``: from / release / delete (with always, present), detach.
+def exit_data(dev, items, acc=False) -> None:
+    """``target exit data``: from / release / delete (with always, present), detach;
+    ``acc``: OpenACC's ``exit data`` (`_acc_exit_data`).
 
     An item that overlaps an entry without being inside it releases that entry, and
     copies back only the part inside it (libgomp would copy the whole item)."""
     if dev.is_initial:
         return
     with dev.lock:
+        if acc:
+            _acc_exit_data(dev, items)
+            return
         for it in items:
             if kinds.base(it.kind) not in _EXIT_KINDS and not (
                     kinds.copies_from(it.kind) and not kinds.copies_to(it.kind)):
@@ -392,24 +421,75 @@ def exit_data(dev, items) -> None:
             entries.append(e)
         deleted = {id(_owner(e)) for it, e in zip(items, entries) if e is not None and
                    kinds.base(it.kind) in (kinds.DELETE, kinds.DELETE_ZERO_LEN_ARRAY_SECTION)}
-        seen = set()
-        for e in (_owner(e) for e in entries if e is not None):
-            if e.refcount == INFINITY or id(e) in seen:
-                continue
-            seen.add(id(e))
-            if id(e) in deleted:
-                _ref(e, False, -e.refcount)
-                _ref(e, True, -e.dynamic_refcount)
-            elif e.dynamic_refcount > 0:
-                _ref(e, True, -1)
-        _release(dev, items, entries, copy_back=True)
+        zeroed = []
+        for e in dict.fromkeys(_owner(e) for e in entries if e is not None):   # once each
+            _down(e, zeroed, to_zero=id(e) in deleted)
+        _release(dev, items, entries, True, zeroed)
 
 
-def update(dev, items) -> None:
-    """``target update to(...) from(...)``: copy what is present; present asks for it."""
+def _acc_exit_data(dev, items) -> None:
+    """OpenACC's exit data (and acc_copyout, acc_delete): detach first, then each item
+    in turn takes one dynamic reference away (FORCE_FROM and DELETE, the finalize forms:
+    all of them); an entry whose count reaches zero copies back (FROM, FORCE_FROM) the
+    item's bytes and goes.  Absent data is no error.  The items are checked first."""
+    for it in items:
+        k = kinds.base(it.kind)
+        if k in _ACC_DETACH:
+            if dev.map.lookup(it.addr, it.addr + PTR) is None:
+                raise _error(dev, "struct not mapped for detach operation")
+        elif k in _ACC_EXIT:
+            _acc_exit_entry(dev, it)
+        elif k != kinds.STRUCT:
+            raise _error(dev, f">>>> goacc_exit_data_internal UNHANDLED kind {k:#04x}")
+    for it in items:
+        k = kinds.base(it.kind)
+        if k in _ACC_DETACH:
+            _detach_pointer(dev, dev.map.lookup(it.addr, it.addr + PTR), it.addr,
+                            finalize=k == kinds.FORCE_DETACH)
+    for it in items:
+        k = kinds.base(it.kind)
+        e = _acc_exit_entry(dev, it) if k in _ACC_EXIT else None
+        if e is None or _owner(e).refcount == INFINITY:
+            continue
+        o = _owner(e)
+        _ref(o, -o.dynamic_refcount if k in _ACC_FINALIZE else -(o.dynamic_refcount > 0),
+             dynamic=True)
+        if o.refcount == 0:
+            if k in (kinds.FROM, kinds.FORCE_FROM):
+                _copy_from(dev, e, it.addr, it.size)
+            _release(dev, (), (), False, [o])
+
+
+_ACC_EXIT = {kinds.FROM, kinds.FORCE_FROM, kinds.DELETE, kinds.RELEASE, kinds.TO_PSET,
+             kinds.POINTER}
+_ACC_FINALIZE = {kinds.FORCE_FROM, kinds.DELETE}
+_ACC_DETACH = {kinds.DETACH, kinds.FORCE_DETACH}
+
+
+def _acc_exit_entry(dev, it):
+    """The entry an OpenACC exit item names, checked; None if absent."""
+    size = PTR if kinds.base(it.kind) == kinds.POINTER else it.size
+    e = dev.map.lookup(it.addr, it.addr + size)
+    if e is None:
+        return None
+    if it.addr < e.host_start or it.addr + size > e.host_end:
+        raise _error(dev, f"[{it.addr:#x},+{size}] outside mapped block "
+                          f"[{e.host_start:#x},+{e.host_end - e.host_start}]")
+    o = _owner(e)
+    if o.refcount != INFINITY and o.refcount < o.dynamic_refcount:
+        raise _error(dev, "Dynamic reference counting assert fail")
+    return e
+
+
+def update(dev, items, acc=False) -> None:
+    """``target update to(...) from(...)``: copy what is present; present asks for it.
+    ``acc``: OpenACC's ``update`` (`_acc_update`)."""
     if dev.is_initial:
         return
     with dev.lock:
+        if acc:
+            _acc_update(dev, items)
+            return
         for it in items:
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
@@ -423,6 +503,39 @@ def update(dev, items) -> None:
                 _copy_to(dev, e, it.addr, it.size)
             if it.kind & kinds.FLAG_FROM:
                 _copy_from(dev, e, it.addr, it.size)
+
+
+def _acc_update(dev, items) -> None:
+    """OpenACC's update: ``device``/``self`` (FORCE_TO/FORCE_FROM) need the data
+    present; with ``if_present`` (TO/FROM) absent data is skipped."""
+    previous = None                     # the entry an update device just copied into
+    for it in items:
+        k = kinds.base(it.kind)
+        if k in (kinds.POINTER, kinds.TO_PSET):
+            continue
+        if k == kinds.ALWAYS_POINTER:   # the pointer gets the previous item's device address
+            e = dev.map.lookup(it.addr, it.addr + PTR)
+            if previous is not None and e is not None:
+                _write_pointer(dev, e.dev_start + (it.addr - e.host_start), previous)
+            previous = None
+            continue
+        if k not in (kinds.TO, kinds.FORCE_TO, kinds.FROM, kinds.FORCE_FROM):
+            raise _error(dev, f">>>> GOACC_update UNHANDLED kind {k:#04x}")
+        e = dev.map.lookup(it.addr, it.addr + it.size)
+        inside = e is not None and e.host_start <= it.addr and it.addr + it.size <= e.host_end
+        previous = None
+        if not inside and k in (kinds.TO, kinds.FROM):
+            continue
+        if e is None:
+            raise _error(dev, f"[{it.addr:#x},{it.size}] is not mapped")
+        if not inside:
+            raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
+                              f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
+        if k & kinds.FLAG_TO:
+            _copy_to(dev, e, it.addr, it.size)
+            previous = e.dev_start + (it.addr - e.host_start)
+        else:
+            _copy_from(dev, e, it.addr, it.size)
 
 
 # -- the kinds GCC emits for pointers, struct members and use_device_ptr/addr ------
@@ -574,41 +687,53 @@ def _always_pointer(region, it, previous):
 
 def _attach(region, it):
     """ATTACH: the device copy of the pointer at ``it.addr`` (inside a mapped entry;
-    none: nothing to do) points to the device copy of its target, looked up at
-    target + bias; one attach count a pointer, undone by `end` or a DETACH."""
+    none: nothing to do, an error for OpenACC) points to the device copy of its
+    target; one attach count a pointer, undone by `end` or a DETACH."""
     dev = region.dev
     e = dev.map.lookup(it.addr, it.addr + PTR)
     region.entries.append(None)
     if e is None:
+        if region.acc:
+            raise _error(dev, "outer struct not mapped for attach")
         region.args.append(0)
         return
-    off = it.addr - e.host_start
+    _attach_pointer(dev, e, it.addr, it.size,
+                    kinds.base(it.kind) == kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION)
+    region.attached.append((e, it.addr))
+    region.args.append(e.dev_start + (it.addr - e.host_start))
+
+
+def _attach_pointer(dev, e, ptr, bias=0, zero_length=False):
+    """One attach count more for the pointer at ``ptr`` in entry ``e``; the first one
+    points its device copy to the device copy of its target (looked up at target +
+    bias; none: an error, or NULL for a zero-length section)."""
+    off = ptr - e.host_start
     if not (e.attached or {}).get(off):
-        target = _read_pointer(it.addr)
+        target = _read_pointer(ptr)
         if target == 0:
-            raise _error(dev, f"attempt to attach null pointer (at {it.addr:#x})")
-        value = _device_address(dev, target, it.size)
+            raise _error(dev, f"attempt to attach null pointer (at {ptr:#x})")
+        value = _device_address(dev, target, bias)
         if value is None:
-            if kinds.base(it.kind) != kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION:
+            if not zero_length:
                 raise _error(dev, f"pointer target not mapped for attach (the pointer at "
-                                  f"{it.addr:#x} holds {target:#x})")
+                                  f"{ptr:#x} holds {target:#x})")
             value = 0
         _write_pointer(dev, e.dev_start + off, value)
     if e.attached is None:
         e.attached = {}
     e.attached[off] = e.attached.get(off, 0) + 1
-    region.attached.append((e, it.addr))
-    region.args.append(e.dev_start + off)
 
 
 def _detach_pointer(dev, e, ptr, finalize=False):
     """One attach count less; at zero the device copy gets the host pointer again."""
     off = ptr - e.host_start
-    n = (e.attached or {}).get(off, 0)
+    if e.attached is None:
+        raise _error(dev, f"no attachment counters for struct (pointer at {ptr:#x})")
+    n = max(e.attached.get(off, 0), 1) if finalize else e.attached.get(off, 0)
     if n == 0:
         raise _error(dev, f"attach count underflow (pointer at {ptr:#x})")
     if finalize or n == 1:
-        del e.attached[off]
+        e.attached.pop(off, None)
         _write_pointer(dev, e.dev_start + off, _read_pointer(ptr))
     else:
         e.attached[off] = n - 1
@@ -711,7 +836,7 @@ class Call:
             words, counted, entries = self.words, self.counted, self.entries
             address = self.address
             for e in counted:
-                e.refcount += 1
+                _ref(e, 1)
         if words is None:
             return self._target(values)
         if values or self.result:
@@ -736,13 +861,11 @@ class Call:
                 dev.spare_results.append(slot)
             if counted:
                 with dev.lock:
-                    unused = False
+                    zeroed = []                 # unmapped by others meanwhile
                     for e in counted:
-                        e.refcount -= 1
-                        if not (e.refcount or e.dynamic_refcount):
-                            unused = True       # unmapped by others meanwhile
-                    if unused:
-                        _release(dev, self.items, entries, ok)
+                        _down(e, zeroed)
+                    if zeroed:
+                        _release(dev, self.items, entries, ok, zeroed)
 
     def _target(self, values):
         """The call through `target`: the per-call words, and the result mapped ``from``."""
@@ -894,3 +1017,92 @@ def release_all(dev) -> None:
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
                                  f"mapping(s) at exit:\n{table_dump(dev)}")
     remove_entries(dev, dict.fromkeys(_owner(e) for e in left))
+
+
+# -- OpenACC's data routines (acc_*) on a device with memory of its own -------------
+
+def acc_is_present(dev, addr: int, size: int) -> bool:
+    """acc_is_present: the whole of ``[addr, addr+size)`` lies in one entry."""
+    with dev.lock:
+        e = dev.map.lookup(addr, addr + size)
+        return e is not None and e.host_start <= addr and addr + size <= e.host_end
+
+
+def acc_device_address(dev, addr: int) -> int:
+    """acc_deviceptr: the device address of the mapped byte at ``addr``, else 0."""
+    with dev.lock:
+        e = dev.map.lookup(addr, addr + 1)
+        return 0 if e is None else e.dev_start + (addr - e.host_start)
+
+
+def _at_device_address(dev, d, size=1):
+    """The entry whose device memory overlaps ``[d, d+size)`` (a walk of the map)."""
+    for e in dev.map:
+        if e.dev_start < d + size and d < e.dev_start + max(e.host_end - e.host_start, 1):
+            return e
+    return None
+
+
+def acc_host_address(dev, d: int) -> int:
+    """acc_hostptr: the host address mapped to device address ``d``, else 0."""
+    with dev.lock:
+        e = _at_device_address(dev, d)
+        return 0 if e is None else e.host_start + (d - e.dev_start)
+
+
+def acc_check_free(dev, d: int) -> None:
+    """acc_free refuses device memory that a mapping still uses."""
+    with dev.lock:
+        e = _at_device_address(dev, d)
+        if e is not None:
+            raise _error(dev, f"refusing to free device memory space at {d:#x} that is "
+                              f"still mapped at [{e.host_start + (d - e.dev_start):#x},"
+                              f"+{e.host_end - e.host_start}]")
+
+
+def acc_map_data(dev, h: int, d: int, size: int) -> None:
+    """acc_map_data: ``[h, h+size)`` maps to the caller's device memory at ``d``, with an
+    infinite count, until acc_unmap_data."""
+    if not (h and d and size):
+        raise _error(dev, f"[{h:#x},+{size}]->[{d:#x},+{size}] is a bad map")
+    with dev.lock:
+        if dev.map.lookup(h, h + size) is not None:
+            raise _error(dev, f"host address [{h:#x}, +{size}] is already mapped")
+        if _at_device_address(dev, d, size) is not None:
+            raise _error(dev, f"device address [{d:#x}, +{size}] is already mapped")
+        _birth(dev, h, h + size, d, refcount=INFINITY, associated=True)
+
+
+def acc_unmap_data(dev, h: int) -> None:
+    """acc_unmap_data: remove a mapping that acc_map_data made at ``h``."""
+    with dev.lock:
+        e = dev.map.lookup(h, h + 1)
+        if e is None:
+            raise _error(dev, f"{h:#x} is not a mapped block")
+        size = e.host_end - e.host_start
+        if e.host_start != h:
+            raise _error(dev, f"[{e.host_start:#x},{size}] surrounds {h:#x}")
+        if e.refcount != INFINITY:
+            raise _error(dev, f"refusing to unmap block [{h:#x},+{size}] that has not "
+                              f"been mapped by 'acc_map_data'")
+        if not e.associated:
+            raise _error(dev, "cannot unmap target block")
+        _death(dev, e)
+
+
+def acc_attach(dev, ptr: int) -> None:
+    """acc_attach: attach the pointer at ``ptr`` (inside a mapped entry)."""
+    with dev.lock:
+        e = dev.map.lookup(ptr, ptr + PTR)
+        if e is None:
+            raise _error(dev, "struct not mapped for acc_attach")
+        _attach_pointer(dev, e, ptr)
+
+
+def acc_detach(dev, ptr: int, finalize=False) -> None:
+    """acc_detach(_finalize): one attach count less (finalize: none left)."""
+    with dev.lock:
+        e = dev.map.lookup(ptr, ptr + PTR)
+        if e is None:
+            raise _error(dev, "struct not mapped for acc_detach")
+        _detach_pointer(dev, e, ptr, finalize)
