@@ -45,6 +45,13 @@ extern "Python" int pg_py_target_disassociate_ptr(const void *ptr, int device_nu
 extern "Python" int pg_py_target_memcpy(void *dst, const void *src, size_t length,
                                         size_t dst_offset, size_t src_offset,
                                         int dst_device_num, int src_device_num);
+extern "Python" int pg_py_acc_parallel(int flags, uintptr_t fn, size_t mapnum, uint64_t *items,
+                                       uintptr_t *hostaddrs, int async, int num_waits,
+                                       int *waits, unsigned *dims);
+extern "Python" int64_t pg_py_acc_data(int op, int flags, size_t mapnum, uint64_t *items,
+                                       uintptr_t *hostaddrs, int async, int num_waits,
+                                       int *waits);
+extern "Python" int pg_py_acc(int routine, uint64_t *words, int async, uint64_t *result);
 extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t element_size,
                                              int num_dims, const size_t *volume,
                                              const size_t *dst_offsets,
@@ -58,6 +65,7 @@ extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t 
 C_HELPERS = """
 void pg_set_error(const char *text);
 void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
+void pg_call_acc(uintptr_t fn, uintptr_t *args, int type);
 """
 
 EXPORTS = """
@@ -68,6 +76,20 @@ omp_get_initial_device omp_get_device_num omp_target_alloc omp_target_free
 omp_target_is_present omp_target_is_accessible omp_target_memcpy omp_target_memcpy_rect
 omp_target_memcpy_async omp_target_memcpy_rect_async omp_target_associate_ptr
 omp_target_disassociate_ptr omp_get_mapped_ptr
+GOACC_parallel_keyed GOACC_data_start GOACC_data_end GOACC_enter_data GOACC_exit_data
+GOACC_enter_exit_data GOACC_update GOACC_wait GOACC_declare GOACC_get_num_threads
+GOACC_get_thread_num
+acc_get_num_devices acc_set_device_type acc_get_device_type acc_set_device_num
+acc_get_device_num acc_init acc_shutdown acc_on_device acc_malloc acc_free acc_copyin
+acc_present_or_copyin acc_pcopyin acc_copyin_async acc_create acc_present_or_create
+acc_pcreate acc_create_async acc_copyout acc_copyout_async acc_copyout_finalize
+acc_copyout_finalize_async acc_delete acc_delete_async acc_delete_finalize
+acc_delete_finalize_async acc_update_device acc_update_device_async acc_update_self
+acc_update_self_async acc_is_present acc_deviceptr acc_hostptr acc_map_data acc_unmap_data
+acc_memcpy_to_device acc_memcpy_to_device_async acc_memcpy_from_device
+acc_memcpy_from_device_async acc_attach acc_attach_async acc_detach acc_detach_async
+acc_detach_finalize acc_detach_finalize_async acc_async_test acc_async_test_all acc_wait
+acc_async_wait acc_wait_all acc_async_wait_all acc_wait_async acc_wait_all_async
 """.split()
 
 INIT = f"""

@@ -2,8 +2,9 @@
    runtime core.  build.py wraps this file in cffi's embedding mode; the pg_py_*
    functions are the Python half (pygomp/abi.py).
 
-   Only the target entry points and the omp_* device routines are defined here;
-   everything else (parallel, loops, tasks, locks) stays libgomp's.  A target region
+   Only the target entry points, the omp_* device routines and OpenACC's GOACC_* entry
+   points and acc_* routines are defined here; everything else (parallel, loops, tasks,
+   locks) stays libgomp's.  A target region
    always runs inside libgomp's own host fallback (its GOMP_target_ext called with
    GOMP_DEVICE_HOST_FALLBACK, found with dlsym(RTLD_NEXT)): that gives the region a
    fresh OpenMP context and gives nowait/depend libgomp's task semantics.  The region
@@ -13,6 +14,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -645,3 +647,338 @@ EXPORT void GOMP_offload_unregister_ver(unsigned version, const void *host_table
     if (now)
         to_python(0, version, host_table, data);
 }
+
+/* -- OpenACC: the GOACC_* entry points and the acc_* routines ------------------------ */
+
+/* gomp-constants.h and openacc.h (GCC 12) */
+#define GOACC_FLAG_HOST_FALLBACK 1
+#define LAUNCH_DIM 1
+#define LAUNCH_ASYNC 2
+#define LAUNCH_WAIT 3
+#define LAUNCH_OP_MAX 0xffff
+#define ASYNC_SYNC (-2)
+#define ACC_DEVICE_NONE 0
+#define ACC_DEVICE_HOST 2
+#define ACC_DEVICE_NOT_HOST 4
+
+/* What pg_py_acc_data does; values shared with abi.py. */
+enum { ACC_DATA = 0, ACC_ENTER = 1, ACC_EXIT = 2, ACC_ENTER_EXIT = 3, ACC_UPDATE = 4,
+       ACC_DECLARE = 5, ACC_WAIT = 6 };
+
+/* The device type of the compute region this thread runs (0: none, the host). */
+static __thread int acc_region_type;
+
+/* Run a compute region's host code (called by abi.py without the GIL). */
+static void pg_call_acc(uintptr_t fn, uintptr_t *args, int type)
+{
+    int outer = acc_region_type;
+    acc_region_type = type;
+    ((void (*)(void *))fn)(args);
+    acc_region_type = outer;
+}
+
+/* A construct's wait list (the async queues it waits for). */
+struct waits {
+    int n, room, *v, small[16];
+};
+
+static void add_wait(struct waits *w, int q)
+{
+    if (w->n == w->room) {
+        int room = w->room ? 2 * w->room : 16;
+        int *v = w->v == w->small ? malloc(room * sizeof *v) : realloc(w->v, room * sizeof *v);
+        if (!v)
+            fatal("pygomp: out of memory for the wait list of a construct");
+        if (w->v == w->small)
+            memcpy(v, w->small, w->n * sizeof *v);
+        w->v = v;
+        w->room = room;
+    }
+    w->v[w->n++] = q;
+}
+
+static void init_waits(struct waits *w)
+{
+    w->n = 0;
+    w->room = 16;
+    w->v = w->small;
+}
+
+static void drop_waits(struct waits *w)
+{
+    if (w->v != w->small)
+        free(w->v);
+}
+
+#define READ_WAITS(w, last, n)                     \
+    struct waits w;                                \
+    init_waits(&w);                                \
+    {                                              \
+        va_list ap;                                \
+        va_start(ap, last);                        \
+        for (int i_ = 0; i_ < (n); i_++)           \
+            add_wait(&w, va_arg(ap, int));         \
+        va_end(ap);                                \
+    }
+
+EXPORT void GOACC_parallel_keyed(int flags_m, void (*fn)(void *), size_t mapnum,
+                                 void **hostaddrs, size_t *sizes, unsigned short *kinds, ...)
+{
+    int async = ASYNC_SYNC;
+    unsigned tag, dims[3] = {0, 0, 0};
+    struct waits w;
+    char text[128];
+    va_list ap;
+    init_waits(&w);
+    va_start(ap, kinds);
+    while ((tag = va_arg(ap, unsigned)) != 0) {
+        unsigned op = tag & 0xffff;
+        if ((tag >> 16) & 0xfff) {
+            snprintf(text, sizeof text, "device_type '%d' offload parameters, libgomp is too old",
+                     (tag >> 16) & 0xfff);
+            fatal(text);
+        }
+        switch (tag >> 28) {
+        case LAUNCH_DIM:
+            for (int i = 0; i < 3; i++)
+                if (op & (1u << i))
+                    dims[i] = va_arg(ap, unsigned);
+            break;
+        case LAUNCH_ASYNC:
+            async = op == LAUNCH_OP_MAX ? (int)va_arg(ap, unsigned) : (int)op;
+            break;
+        case LAUNCH_WAIT:
+            for (unsigned i = 0; i < op; i++)
+                add_wait(&w, va_arg(ap, int));
+            break;
+        default:
+            snprintf(text, sizeof text, "unrecognized offload code '%d', libgomp is too old",
+                     tag >> 28);
+            fatal(text);
+        }
+    }
+    va_end(ap);
+    ensure();
+    uint64_t small[3 * SMALL], *items = pack(mapnum, hostaddrs, sizes, kinds, small);
+    int ok = pg_py_acc_parallel(~flags_m, (uintptr_t)fn, mapnum, items, (uintptr_t *)hostaddrs,
+                                async, w.n, w.v, dims);
+    if (mapnum > SMALL)
+        free(items);
+    drop_waits(&w);
+    if (!ok)
+        fail();
+}
+
+static int64_t acc_data(int op, int flags_m, size_t n, void **hostaddrs, size_t *sizes,
+                        unsigned short *kinds, int async, struct waits *w)
+{
+    ensure();
+    uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, sizes, kinds, small);
+    int64_t r = pg_py_acc_data(op, ~flags_m, n, items, (uintptr_t *)hostaddrs, async,
+                               w ? w->n : 0, w ? w->v : NULL);
+    if (n > SMALL)
+        free(items);
+    if (w)
+        drop_waits(w);
+    if (!r)
+        fail();
+    return r;
+}
+
+/* Open `acc data` regions of this thread, innermost last. */
+static __thread int64_t *acc_stack;
+static __thread size_t acc_depth, acc_room;
+
+EXPORT void GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                             unsigned short *kinds)
+{
+    /* host_data use_device: Python writes the device addresses back into hostaddrs. */
+    int64_t region = acc_data(ACC_DATA, flags_m, mapnum, hostaddrs, sizes, kinds, ASYNC_SYNC,
+                              NULL);
+    if (acc_depth == acc_room) {
+        acc_room = acc_room ? 2 * acc_room : 8;
+        acc_stack = realloc(acc_stack, acc_room * sizeof *acc_stack);
+        if (!acc_stack)
+            fatal("pygomp: out of memory for acc data regions");
+    }
+    acc_stack[acc_depth++] = region;
+}
+
+EXPORT void GOACC_data_end(void)
+{
+    ensure();
+    if (acc_depth && !pg_py_end_data(acc_stack[--acc_depth]))
+        fail();
+}
+
+EXPORT void GOACC_enter_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                             unsigned short *kinds, int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits, num_waits);
+    acc_data(ACC_ENTER, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
+}
+
+EXPORT void GOACC_exit_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                            unsigned short *kinds, int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits, num_waits);
+    acc_data(ACC_EXIT, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
+}
+
+/* GCC 11 and earlier: one entry point, the kinds tell which. */
+EXPORT void GOACC_enter_exit_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                                  unsigned short *kinds, int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits, num_waits);
+    acc_data(ACC_ENTER_EXIT, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
+}
+
+EXPORT void GOACC_update(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                         unsigned short *kinds, int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits, num_waits);
+    acc_data(ACC_UPDATE, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
+}
+
+EXPORT void GOACC_wait(int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits, num_waits);
+    acc_data(ACC_WAIT, ~0, 0, NULL, NULL, NULL, async, &w);
+}
+
+EXPORT void GOACC_declare(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
+                          unsigned short *kinds)
+{
+    acc_data(ACC_DECLARE, flags_m, mapnum, hostaddrs, sizes, kinds, ASYNC_SYNC, NULL);
+}
+
+/* Legacy entry points (GCC 5): a region's host code runs in one thread. */
+EXPORT int GOACC_get_num_threads(void)
+{
+    return 1;
+}
+
+EXPORT int GOACC_get_thread_num(void)
+{
+    return 0;
+}
+
+/* The acc_* routines, answered by abi.py: one call with a routine number (abi.py's
+   ACC_ROUTINES, in this order), three argument words and an async queue. */
+enum {
+    R_GET_NUM_DEVICES, R_SET_DEVICE_TYPE, R_GET_DEVICE_TYPE, R_SET_DEVICE_NUM,
+    R_GET_DEVICE_NUM, R_INIT, R_SHUTDOWN, R_MALLOC, R_FREE, R_COPYIN, R_CREATE, R_COPYOUT,
+    R_COPYOUT_FINALIZE, R_DELETE, R_DELETE_FINALIZE, R_UPDATE_DEVICE, R_UPDATE_SELF,
+    R_IS_PRESENT, R_DEVICEPTR, R_HOSTPTR, R_MAP_DATA, R_UNMAP_DATA, R_MEMCPY_TO_DEVICE,
+    R_MEMCPY_FROM_DEVICE, R_ATTACH, R_DETACH, R_DETACH_FINALIZE, R_ASYNC_TEST,
+    R_ASYNC_TEST_ALL, R_WAIT, R_WAIT_ALL, R_WAIT_ASYNC, R_WAIT_ALL_ASYNC
+};
+
+static uint64_t acc_call(int routine, uint64_t a, uint64_t b, uint64_t c, int async)
+{
+    uint64_t words[3] = {a, b, c}, result = 0;
+    ensure();
+    if (!pg_py_acc(routine, words, async, &result))
+        fail();
+    return result;
+}
+
+#define W(x) ((uint64_t)(uintptr_t)(x))
+#define I(x) ((uint64_t)(int64_t)(x))
+#define SYNC ASYNC_SYNC
+
+EXPORT int acc_get_num_devices(int d) { return acc_call(R_GET_NUM_DEVICES, I(d), 0, 0, SYNC); }
+EXPORT void acc_set_device_type(int d) { acc_call(R_SET_DEVICE_TYPE, I(d), 0, 0, SYNC); }
+EXPORT int acc_get_device_type(void) { return acc_call(R_GET_DEVICE_TYPE, 0, 0, 0, SYNC); }
+EXPORT void acc_set_device_num(int n, int d) { acc_call(R_SET_DEVICE_NUM, I(n), I(d), 0, SYNC); }
+EXPORT int acc_get_device_num(int d) { return acc_call(R_GET_DEVICE_NUM, I(d), 0, 0, SYNC); }
+EXPORT void acc_init(int d) { acc_call(R_INIT, I(d), 0, 0, SYNC); }
+EXPORT void acc_shutdown(int d) { acc_call(R_SHUTDOWN, I(d), 0, 0, SYNC); }
+
+/* Code outside a compute region runs on the host; inside one, on its device (GCC
+   folds a direct call of acc_on_device in optimized code to the host's answer). */
+EXPORT int acc_on_device(int d)
+{
+    int t = acc_region_type;
+    if (!t || t == ACC_DEVICE_HOST)
+        return d == ACC_DEVICE_HOST || d == ACC_DEVICE_NONE;
+    return d == t || d == ACC_DEVICE_NOT_HOST;
+}
+
+EXPORT void *acc_malloc(size_t s) { return (void *)acc_call(R_MALLOC, s, 0, 0, SYNC); }
+EXPORT void acc_free(void *d) { acc_call(R_FREE, W(d), 0, 0, SYNC); }
+
+EXPORT void *acc_copyin(void *h, size_t s) { return (void *)acc_call(R_COPYIN, W(h), s, 0, SYNC); }
+EXPORT void *acc_present_or_copyin(void *h, size_t s) { return acc_copyin(h, s); }
+EXPORT void *acc_pcopyin(void *h, size_t s) { return acc_copyin(h, s); }
+EXPORT void acc_copyin_async(void *h, size_t s, int q) { acc_call(R_COPYIN, W(h), s, 0, q); }
+EXPORT void *acc_create(void *h, size_t s) { return (void *)acc_call(R_CREATE, W(h), s, 0, SYNC); }
+EXPORT void *acc_present_or_create(void *h, size_t s) { return acc_create(h, s); }
+EXPORT void *acc_pcreate(void *h, size_t s) { return acc_create(h, s); }
+EXPORT void acc_create_async(void *h, size_t s, int q) { acc_call(R_CREATE, W(h), s, 0, q); }
+EXPORT void acc_copyout(void *h, size_t s) { acc_call(R_COPYOUT, W(h), s, 0, SYNC); }
+EXPORT void acc_copyout_async(void *h, size_t s, int q) { acc_call(R_COPYOUT, W(h), s, 0, q); }
+EXPORT void acc_copyout_finalize(void *h, size_t s)
+{
+    acc_call(R_COPYOUT_FINALIZE, W(h), s, 0, SYNC);
+}
+EXPORT void acc_copyout_finalize_async(void *h, size_t s, int q)
+{
+    acc_call(R_COPYOUT_FINALIZE, W(h), s, 0, q);
+}
+EXPORT void acc_delete(void *h, size_t s) { acc_call(R_DELETE, W(h), s, 0, SYNC); }
+EXPORT void acc_delete_async(void *h, size_t s, int q) { acc_call(R_DELETE, W(h), s, 0, q); }
+EXPORT void acc_delete_finalize(void *h, size_t s) { acc_call(R_DELETE_FINALIZE, W(h), s, 0, SYNC); }
+EXPORT void acc_delete_finalize_async(void *h, size_t s, int q)
+{
+    acc_call(R_DELETE_FINALIZE, W(h), s, 0, q);
+}
+EXPORT void acc_update_device(void *h, size_t s) { acc_call(R_UPDATE_DEVICE, W(h), s, 0, SYNC); }
+EXPORT void acc_update_device_async(void *h, size_t s, int q)
+{
+    acc_call(R_UPDATE_DEVICE, W(h), s, 0, q);
+}
+EXPORT void acc_update_self(void *h, size_t s) { acc_call(R_UPDATE_SELF, W(h), s, 0, SYNC); }
+EXPORT void acc_update_self_async(void *h, size_t s, int q)
+{
+    acc_call(R_UPDATE_SELF, W(h), s, 0, q);
+}
+EXPORT int acc_is_present(void *h, size_t s) { return acc_call(R_IS_PRESENT, W(h), s, 0, SYNC); }
+EXPORT void *acc_deviceptr(void *h) { return (void *)acc_call(R_DEVICEPTR, W(h), 0, 0, SYNC); }
+EXPORT void *acc_hostptr(void *d) { return (void *)acc_call(R_HOSTPTR, W(d), 0, 0, SYNC); }
+EXPORT void acc_map_data(void *h, void *d, size_t s) { acc_call(R_MAP_DATA, W(h), W(d), s, SYNC); }
+EXPORT void acc_unmap_data(void *h) { acc_call(R_UNMAP_DATA, W(h), 0, 0, SYNC); }
+EXPORT void acc_memcpy_to_device(void *d, void *h, size_t s)
+{
+    acc_call(R_MEMCPY_TO_DEVICE, W(d), W(h), s, SYNC);
+}
+EXPORT void acc_memcpy_to_device_async(void *d, void *h, size_t s, int q)
+{
+    acc_call(R_MEMCPY_TO_DEVICE, W(d), W(h), s, q);
+}
+EXPORT void acc_memcpy_from_device(void *h, void *d, size_t s)
+{
+    acc_call(R_MEMCPY_FROM_DEVICE, W(h), W(d), s, SYNC);
+}
+EXPORT void acc_memcpy_from_device_async(void *h, void *d, size_t s, int q)
+{
+    acc_call(R_MEMCPY_FROM_DEVICE, W(h), W(d), s, q);
+}
+EXPORT void acc_attach(void **p) { acc_call(R_ATTACH, W(p), 0, 0, SYNC); }
+EXPORT void acc_attach_async(void **p, int q) { acc_call(R_ATTACH, W(p), 0, 0, q); }
+EXPORT void acc_detach(void **p) { acc_call(R_DETACH, W(p), 0, 0, SYNC); }
+EXPORT void acc_detach_async(void **p, int q) { acc_call(R_DETACH, W(p), 0, 0, q); }
+EXPORT void acc_detach_finalize(void **p) { acc_call(R_DETACH_FINALIZE, W(p), 0, 0, SYNC); }
+EXPORT void acc_detach_finalize_async(void **p, int q)
+{
+    acc_call(R_DETACH_FINALIZE, W(p), 0, 0, q);
+}
+
+EXPORT int acc_async_test(int q) { return acc_call(R_ASYNC_TEST, I(q), 0, 0, SYNC); }
+EXPORT int acc_async_test_all(void) { return acc_call(R_ASYNC_TEST_ALL, 0, 0, 0, SYNC); }
+EXPORT void acc_wait(int q) { acc_call(R_WAIT, I(q), 0, 0, SYNC); }
+EXPORT void acc_async_wait(int q) { acc_wait(q); }
+EXPORT void acc_wait_all(void) { acc_call(R_WAIT_ALL, 0, 0, 0, SYNC); }
+EXPORT void acc_async_wait_all(void) { acc_wait_all(); }
+EXPORT void acc_wait_async(int q1, int q2) { acc_call(R_WAIT_ASYNC, I(q1), I(q2), 0, SYNC); }
+EXPORT void acc_wait_all_async(int q) { acc_call(R_WAIT_ALL_ASYNC, I(q), 0, 0, SYNC); }

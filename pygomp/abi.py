@@ -1,4 +1,5 @@
-"""GCC's offload ABI decoded into runtime-core calls: the Python half of libpygomp.so.
+"""GCC's offload ABI (OpenMP and OpenACC) decoded into runtime-core calls: the Python
+half of libpygomp.so.
 
 csrc/shim.c calls the ``pg_py_*`` functions below (cffi ``extern "Python"``).  They
 decode GOMP_target_ext's arrays (host addresses, sizes, 16-bit kinds: the map kind in
@@ -11,14 +12,18 @@ A target region whose function has no image on its device:
   runs with the device addresses;
 - on another device (OpenCL, CUDA) it runs on the initial device, with a PYGOMP_INFO
   message, or fails under OMP_TARGET_OFFLOAD=mandatory.
+
+OpenACC's constructs run on `pygomp.acc`'s current device with OpenACC's reference
+counts; ``async`` work goes to that device's queues (`acc.run`).
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import itertools
 import json
 
-from . import api
+from . import acc, api
 from .runtime import devices, env, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
@@ -100,16 +105,10 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     dev = _device(device)
     items = _items(n, packed)
-    if dev.loaded and mapping.find_function(dev, fn) is not None:
+    if _has_image(dev, fn):
         mapping.target(dev, fn, items, _launch.get(fn, (0, 0, 0)))
         return 1
-    if dev.target != "host":
-        if env.settings().target_offload == "mandatory":
-            raise devices.OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
-                                       "cannot be used for offloading")
-        env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
-                                  f"the target region at {fn:#x}: host fallback")
-        dev = devices.initial()
+    dev = _runs_host_code(dev, fn)
     region = mapping.begin(dev, items)
     ok = False
     try:
@@ -122,18 +121,29 @@ def pg_py_target(device, fn, n, packed, args):
     return 1
 
 
+def _has_image(dev, fn):
+    return bool(dev.loaded) and mapping.find_function(dev, fn) is not None
+
+
+def _runs_host_code(dev, fn):
+    """The device that runs a region's host code: ``dev`` if its plugin is the host's,
+    else the initial device (or an error under OMP_TARGET_OFFLOAD=mandatory)."""
+    if dev.target == "host":
+        return dev
+    if env.settings().target_offload == "mandatory":
+        raise devices.OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
+                                   "cannot be used for offloading")
+    env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
+                              f"the target region at {fn:#x}: host fallback")
+    return devices.initial()
+
+
 def pg_py_data(op, device, n, packed, hostaddrs):
     """target data (returns the region's handle), update, enter data, exit data."""
     dev = _device(device)
     items = _items(n, packed)
     if op == OP_DATA:
-        region = mapping.begin(dev, items)
-        handle = next(_handles)
-        _regions[handle] = region
-        for i, it in enumerate(items):       # use_device_ptr/addr: written back for C
-            if it.kind in (kinds.USE_DEVICE_PTR, kinds.USE_DEVICE_PTR_IF_PRESENT):
-                hostaddrs[i] = region.args[i]
-        return handle
+        return _data_region(mapping.begin(dev, items), hostaddrs)
     items = [it for it in items if it.kind != kinds.FIRSTPRIVATE_INT]   # NULL: nothing
     if op == OP_UPDATE:
         mapping.update(dev, items)
@@ -142,6 +152,16 @@ def pg_py_data(op, device, n, packed, hostaddrs):
     else:
         mapping.exit_data(dev, items)
     return 1
+
+
+def _data_region(region, hostaddrs):
+    """A handle for an open data region; use_device_ptr/addr are written back for C."""
+    handle = next(_handles)
+    _regions[handle] = region
+    for i, it in enumerate(region.items):
+        if it.kind in (kinds.USE_DEVICE_PTR, kinds.USE_DEVICE_PTR_IF_PRESENT):
+            hostaddrs[i] = region.args[i]
+    return handle
 
 
 def pg_py_end_data(handle):
@@ -257,3 +277,207 @@ def pg_py_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offse
                                                  src_dims)]
     return _c(api.omp_target_memcpy_rect, EINVAL, _int(dst), _int(src), element_size,
               num_dims, *arrays, dst_n, src_n)
+
+
+# -- OpenACC: the GOACC_* entry points and the acc_* routines -----------------------
+
+ACC_DATA, ACC_ENTER, ACC_EXIT, ACC_ENTER_EXIT, ACC_UPDATE, ACC_DECLARE, ACC_WAIT = range(7)
+HOST_FALLBACK = 1               # GOACC_FLAG_HOST_FALLBACK: the `if` clause was false
+
+
+def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits, dims):
+    """GOACC_parallel_keyed (parallel, kernels, serial): on the host (the `if` clause
+    false, or the current device is the host) the host code runs with host addresses;
+    else the region maps with OpenACC's counts and runs (an image, or the host code with
+    device addresses), now or on queue ``async_`` after its earlier work."""
+    dev = acc.current()
+    if flags & HOST_FALLBACK or dev.is_initial:
+        lib.pg_call_acc(fn, hostaddrs, acc.device_host)
+        return 1
+    if num_waits:
+        acc.wait_list(async_, ffi.unpack(waits, num_waits))
+    items = _items(n, packed)
+    if async_ != acc.async_sync:
+        items = [_owned(it) for it in items]
+    launch = tuple(ffi.unpack(dims, 3))
+    if _has_image(dev, fn):
+        launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
+        acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev)
+        return 1
+    if dev.target == "host":
+        acc.run(async_, lambda: _acc_region(dev, fn, items), dev)
+    else:       # all of it when the queue gets there
+        acc.run(async_, lambda: mapping.later(_acc_region_on_host, dev, fn, items), dev)
+    return 1
+
+
+def _owned(it):
+    """An async region's firstprivate and deviceptr items read their bytes at the
+    construct (the caller's variables may be gone when the queue runs it): a copy that
+    the item owns."""
+    if kinds.base(it.kind) not in (kinds.FIRSTPRIVATE, kinds.FORCE_DEVICEPTR):
+        return it
+    size = mapping.PTR if kinds.base(it.kind) == kinds.FORCE_DEVICEPTR else it.size
+    copy = ctypes.create_string_buffer(ctypes.string_at(it.addr, size), max(size, 1))
+    return it._replace(addr=ctypes.addressof(copy), obj=copy)
+
+
+def _acc_region(dev, fn, items):
+    """A compute region's host code on a host-plugin device, with device addresses."""
+    r = mapping.begin(dev, items, acc=True)
+    ok = False
+    try:
+        args = ffi.new("uintptr_t[]", r.args or [0])
+        mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
+        ok = True
+    finally:
+        mapping.end(r, copy_back=ok)
+
+
+def _acc_region_on_host(dev, fn, items):
+    """A compute region without an image on a device that cannot run host code: it
+    maps on ``dev`` as the construct says, and its host code runs on the host with the
+    device's data: everything mapped on ``dev`` comes from the device before and goes
+    back after, and the host's own bytes are restored (PYGOMP_INFO 0x10 says so)."""
+    env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
+                              f"the compute region at {fn:#x}: its host code runs on the "
+                              f"host with the device's data")
+    if any(kinds.base(it.kind) == kinds.FORCE_DEVICEPTR for it in items):
+        raise mapping.MappingError(f"device {dev.number} ({dev.plugin.name}): deviceptr in a "
+                                   f"compute region without an image: the host code that "
+                                   f"runs it cannot use the device's addresses")
+    r = mapping.begin(dev, items, acc=True)
+    ok = False
+    try:
+        spans = [Item(a, n, kinds.FROM) for a, n in mapping.mapped_ranges(dev)]
+        own = [ctypes.string_at(it.addr, it.size) for it in spans]
+        mapping.update(dev, spans)
+        host = mapping.begin(devices.initial(), items)
+        args = ffi.new("uintptr_t[]", host.args or [0])
+        lib.pg_call_acc(fn, args, acc.device_host)
+        mapping.update(dev, [it._replace(kind=kinds.TO) for it in spans])
+        for it, b in zip(spans, own):
+            ctypes.memmove(it.addr, b, it.size)
+        ok = True
+    finally:
+        mapping.end(r, copy_back=ok)
+
+
+def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
+    """GOACC_data_start (returns the region's handle), enter/exit data, update, declare,
+    wait.  On the host (the `if` clause false, or the current device is the host) data
+    constructs do nothing."""
+    dev = acc.current()
+    waits = ffi.unpack(waits, num_waits) if num_waits else []
+    if op == ACC_WAIT:
+        if waits:
+            acc.wait_list(async_, waits)
+        elif async_ == acc.async_sync:
+            acc.wait()
+        else:
+            acc.wait_async(None, async_)
+        return 1
+    host = flags & HOST_FALLBACK or dev.is_initial
+    items = _items(n, packed)
+    if op == ACC_DATA:
+        if host:
+            return _data_region(mapping.begin(devices.initial(), []), hostaddrs)
+        return _data_region(mapping.begin(dev, items, acc=True), hostaddrs)
+    if host:
+        return 1
+    if waits:
+        acc.wait_list(async_, waits)
+    items = [it for it in items if it.kind != kinds.FIRSTPRIVATE_INT]   # NULL: nothing
+    if op == ACC_DECLARE:
+        _declare(dev, items)
+        return 1
+    if op == ACC_ENTER_EXIT:
+        op = ACC_ENTER if _entering(items) else ACC_EXIT
+    job = {ACC_ENTER: mapping.enter_data, ACC_EXIT: mapping.exit_data,
+           ACC_UPDATE: mapping.update}[op]
+    acc.run(async_, lambda: job(dev, items, acc=True), dev)
+    return 1
+
+
+def _entering(items) -> bool:
+    """GOACC_enter_exit_data (GCC 11 and earlier): the first decisive kind tells."""
+    for it in items:
+        k = kinds.base(it.kind)
+        if k in (kinds.FORCE_ALLOC, kinds.FORCE_PRESENT, kinds.ATTACH, kinds.FORCE_TO,
+                 kinds.TO, kinds.ALLOC):
+            return True
+        if k in (kinds.RELEASE, kinds.DELETE, kinds.DETACH, kinds.FORCE_DETACH, kinds.FROM,
+                 kinds.FORCE_FROM):
+            return False
+        if k not in (kinds.POINTER, kinds.TO_PSET, kinds.STRUCT):
+            raise mapping.MappingError(f">>>> GOACC_enter_exit_data UNHANDLED kind {k:#04x}")
+    return False
+
+
+def _declare(dev, items):
+    """GOACC_declare: each item enters or exits on its own."""
+    for it in items:
+        k = kinds.base(it.kind)
+        if k in (kinds.POINTER, kinds.TO_PSET, kinds.FORCE_DEVICEPTR) or (
+                k == kinds.ALLOC and mapping.acc_is_present(dev, it.addr, it.size)):
+            continue
+        if k in (kinds.ALLOC, kinds.FORCE_ALLOC, kinds.TO, kinds.FORCE_TO):
+            mapping.enter_data(dev, [it], acc=True)
+        elif k in (kinds.FROM, kinds.FORCE_FROM, kinds.RELEASE, kinds.DELETE):
+            mapping.exit_data(dev, [it], acc=True)
+        elif k == kinds.FORCE_PRESENT:
+            if not mapping.acc_is_present(dev, it.addr, it.size):
+                raise mapping.MappingError(f"[{it.addr:#x},{it.size}] is not mapped")
+        else:
+            raise mapping.MappingError(f"GOACC_declare: unhandled kind {k:#04x}")
+
+
+def _s(w) -> int:
+    """A 64-bit word as a signed C int."""
+    return w - (1 << 64) if w >> 63 else w
+
+
+_ACC = {    # routine -> fn(word, word, word, async queue); shim.c's enum, in this order
+    "get_num_devices": lambda a, b, c, q: acc.get_num_devices(_s(a)),
+    "set_device_type": lambda a, b, c, q: acc.set_device_type(_s(a)),
+    "get_device_type": lambda a, b, c, q: acc.get_device_type(),
+    "set_device_num": lambda a, b, c, q: acc.set_device_num(_s(a), _s(b)),
+    "get_device_num": lambda a, b, c, q: acc.get_device_num(_s(a)),
+    "init": lambda a, b, c, q: acc.init(_s(a)),
+    "shutdown": lambda a, b, c, q: acc.shutdown(_s(a)),
+    "malloc": lambda a, b, c, q: acc.malloc(a),
+    "free": lambda a, b, c, q: acc.free(a),
+    "copyin": lambda a, b, c, q: acc.enter(a, b, kinds.TO, None, q),
+    "create": lambda a, b, c, q: acc.enter(a, b, kinds.ALLOC, None, q),
+    "copyout": lambda a, b, c, q: acc.leave(a, b, kinds.FROM, q),
+    "copyout_finalize": lambda a, b, c, q: acc.leave(a, b, kinds.FORCE_FROM, q),
+    "delete": lambda a, b, c, q: acc.leave(a, b, kinds.RELEASE, q),
+    "delete_finalize": lambda a, b, c, q: acc.leave(a, b, kinds.DELETE, q),
+    "update_device": lambda a, b, c, q: acc.update(a, b, True, q),
+    "update_self": lambda a, b, c, q: acc.update(a, b, False, q),
+    "is_present": lambda a, b, c, q: acc.present(a, b),
+    "deviceptr": lambda a, b, c, q: acc.device_address(a),
+    "hostptr": lambda a, b, c, q: acc.host_address(a),
+    "map_data": lambda a, b, c, q: acc.map_data(a, b, c),
+    "unmap_data": lambda a, b, c, q: acc.unmap_data(a),
+    "memcpy_to_device": lambda a, b, c, q: acc.memcpy(a, b, c, True, q),
+    "memcpy_from_device": lambda a, b, c, q: acc.memcpy(a, b, c, False, q),
+    "attach": lambda a, b, c, q: acc.attach(a, q),
+    "detach": lambda a, b, c, q: acc.detach(a, False, q),
+    "detach_finalize": lambda a, b, c, q: acc.detach(a, True, q),
+    "async_test": lambda a, b, c, q: acc.async_test(_s(a)),
+    "async_test_all": lambda a, b, c, q: acc.async_test_all(),
+    "wait": lambda a, b, c, q: acc.wait(_s(a)),
+    "wait_all": lambda a, b, c, q: acc.wait(),
+    "wait_async": lambda a, b, c, q: acc.wait_async(_s(a), _s(b)),
+    "wait_all_async": lambda a, b, c, q: acc.wait_async(None, _s(a)),
+}
+ACC_ROUTINES = tuple(_ACC)
+_ACC_BY_NUMBER = tuple(_ACC.values())
+
+
+def pg_py_acc(routine, words, async_, result):
+    """An acc_* routine: its value (None: 0) goes to ``*result``."""
+    value = _ACC_BY_NUMBER[routine](words[0], words[1], words[2], async_)
+    result[0] = int(value or 0) & mapping.WORD
+    return 1

@@ -259,7 +259,8 @@ def test_only_the_offload_entry_points_are_exported(built):
     out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
                          text=True).stdout
     names = {line.split()[-1] for line in out.splitlines() if line.strip()}
-    assert names and all(n.startswith(("GOMP_target", "GOMP_offload", "omp_")) for n in names)
+    assert names and all(n.startswith(("GOMP_target", "GOMP_offload", "omp_", "GOACC_", "acc_"))
+                         for n in names)
     assert "GOMP_parallel" not in names and "omp_get_thread_num" not in names
     assert {"GOMP_target_ext", "GOMP_target_data_ext", "GOMP_target_end_data",
             "GOMP_target_update_ext", "GOMP_target_enter_exit_data"} <= names

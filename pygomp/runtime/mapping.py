@@ -28,8 +28,10 @@ change in `_ref`.  The rest of the runtime and the faces call the functions belo
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
+import threading
 from collections import namedtuple
 
 from . import env, kinds, trace
@@ -162,7 +164,7 @@ def _map_item(region, it):
     if t.base == kinds.FIRSTPRIVATE:
         d = dev.plugin.alloc(dev.local, max(size, 1))
         region.temps.append(d)
-        dev.plugin.host2dev(dev.local, d, addr, size)
+        later(dev.plugin.host2dev, dev.local, d, addr, size, keep=it.obj)
         region.entries.append(None)
         region.args.append(d)
         return
@@ -237,6 +239,49 @@ def _create(region, it, t):
     return e
 
 
+# -- deferred device work (OpenACC's async queues) ----------------------------------
+
+_thread = threading.local()
+
+
+@contextlib.contextmanager
+def deferred():
+    """Inside this block the map changes at once, but the device work that map
+    operations make (copies, frees, launches) is not done: it is collected, in order,
+    in the list the block gets, for an async queue to do with `do` (as libgomp's maps
+    change at the construct, its data moves when the queue gets there).  The work of
+    an operation that raised must be dropped."""
+    work = []
+    with _deferring(work):
+        yield work
+
+
+@contextlib.contextmanager
+def _deferring(work):
+    outer = getattr(_thread, "work", None)
+    _thread.work = work
+    try:
+        yield
+    finally:
+        _thread.work = outer
+
+
+def later(fn, *args, keep=None) -> None:
+    """``fn(*args)`` now, or in a `deferred` block's list, with ``keep`` (what owns the
+    host memory the work reads or writes) kept alive until it is done."""
+    work = getattr(_thread, "work", None)
+    if work is None:
+        fn(*args)
+    else:
+        work.append((fn, args, keep))
+
+
+def do(work) -> None:
+    """The deferred device work, in order."""
+    for fn, args, _ in work:
+        fn(*args)
+
+
 # -- the one place entries are born and die, and counts change ----------------------
 
 def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
@@ -253,7 +298,7 @@ def _death(dev, e) -> None:
     for m in e.group or (e,):
         dev.map.remove(m)
     if e.alloc:
-        dev.plugin.free(dev.local, e.alloc)
+        later(dev.plugin.free, dev.local, e.alloc)
 
 
 def _ref(e, n, dynamic=False) -> None:
@@ -281,14 +326,16 @@ def _copy_to(dev, e, addr, size):
     for lo, hi in _pieces(e, addr, addr + size):
         if env.settings().info & env.INFO_COPY:
             env.info(env.INFO_COPY, f"device {dev.number}: copy to device {_range(lo, hi - lo)}")
-        dev.plugin.host2dev(dev.local, e.dev_start + (lo - e.host_start), lo, hi - lo)
+        later(dev.plugin.host2dev, dev.local, e.dev_start + (lo - e.host_start), lo, hi - lo,
+              keep=e)
 
 
 def _copy_from(dev, e, addr, size):
     for lo, hi in _pieces(e, addr, addr + size):
         if env.settings().info & env.INFO_COPY:
             env.info(env.INFO_COPY, f"device {dev.number}: copy from device {_range(lo, hi - lo)}")
-        dev.plugin.dev2host(dev.local, lo, e.dev_start + (lo - e.host_start), hi - lo)
+        later(dev.plugin.dev2host, dev.local, lo, e.dev_start + (lo - e.host_start), hi - lo,
+              keep=e)
 
 
 def _pieces(e, lo, hi):
@@ -309,7 +356,13 @@ def _pieces(e, lo, hi):
 # -- ending constructs --------------------------------------------------------------
 
 def _undo(region):
-    """Take back what `begin` did so far: counts, new entries, temporaries; no copies."""
+    """Take back what `begin` did so far: counts, new entries, temporaries; no copies.
+    At once, even where copies are deferred (the caller drops the deferred work)."""
+    with _deferring(None):
+        _undo_now(region)
+
+
+def _undo_now(region):
     dev = region.dev
     for e, ptr in reversed(region.attached):
         _detach_pointer(dev, e, ptr)
@@ -324,7 +377,7 @@ def _undo(region):
 def _free_temps(region):
     if not region.dev.is_initial:
         for d in region.temps:
-            region.dev.plugin.free(region.dev.local, d)
+            later(region.dev.plugin.free, region.dev.local, d)
     region.temps = []
 
 
@@ -548,6 +601,10 @@ def _read_pointer(addr):
 
 
 def _write_pointer(dev, dev_addr, value):
+    later(_put_word, dev, dev_addr, value)
+
+
+def _put_word(dev, dev_addr, value):
     word = ctypes.c_uint64(value)
     dev.plugin.host2dev(dev.local, dev_addr, ctypes.addressof(word), PTR)
 
@@ -739,6 +796,22 @@ def _detach_pointer(dev, e, ptr, finalize=False):
         e.attached[off] = n - 1
 
 
+def _if_present(region, it):
+    """IF_PRESENT (OpenACC's no_create): present data is used as with alloc; absent
+    data is not mapped, and the region gets its host address."""
+    if region.dev.map.find(it.addr, it.addr + it.size) is None:
+        region.entries.append(None)
+        region.args.append(it.addr)
+    else:
+        _map_item(region, it._replace(kind=kinds.ALLOC))
+
+
+def _deviceptr(region, it):
+    """FORCE_DEVICEPTR (OpenACC's deviceptr): the pointer variable at ``it.addr`` holds
+    a device address already; the region gets a private copy of it."""
+    _map_item(region, it._replace(kind=kinds.FIRSTPRIVATE, size=PTR))
+
+
 _SPECIAL = {                # handled one item at a time
     kinds.ZERO_LEN_ARRAY_SECTION: _zero_length,
     kinds.USE_DEVICE_PTR: _use_device_ptr,
@@ -747,6 +820,8 @@ _SPECIAL = {                # handled one item at a time
     kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION: _pointer,
     kinds.ATTACH: _attach,
     kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION: _attach,
+    kinds.IF_PRESENT: _if_present,
+    kinds.FORCE_DEVICEPTR: _deviceptr,
 }
 _ENTER_SPECIAL = {kinds.FORCE_PRESENT, kinds.STRUCT, kinds.ALWAYS_POINTER, kinds.POINTER,
                   kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION, kinds.ATTACH,
@@ -771,17 +846,18 @@ def function_address(dev, fn: int) -> int:
     return address
 
 
-def target(dev, fn: int, items, launch=(0, 0, 0)) -> None:
-    """GOMP_target_ext: map, run ``fn`` with the translated words, unmap."""
+def target(dev, fn: int, items, launch=(0, 0, 0), acc=False) -> None:
+    """GOMP_target_ext (``acc``: GOACC_parallel_keyed): map, run ``fn`` with the
+    translated words, unmap."""
     dev.ensure_init()
     address = function_address(dev, fn)
-    region = begin(dev, items)
+    region = begin(dev, items, acc=acc)
     ok = False
     try:
         if env.settings().info & env.INFO_LAUNCH:
             env.info(env.INFO_LAUNCH, f"device {dev.number}: run {fn:#x} launch "
                                       f"{tuple(launch)} args {[hex(a) for a in region.args]}")
-        dev.plugin.run(dev.local, address, region.args, launch)
+        later(dev.plugin.run, dev.local, address, region.args, launch)
         ok = True
     finally:
         end(region, copy_back=ok)
@@ -1005,6 +1081,13 @@ def add_image(dev, table, loaded) -> list:
 def remove_entries(dev, entries) -> None:
     for e in entries:
         _death(dev, e)
+
+
+def mapped_ranges(dev) -> list:
+    """The host ranges ``(address, size)`` mapped on ``dev`` (not images' entries)."""
+    with dev.lock:
+        return [(e.host_start, e.host_end - e.host_start) for e in dev.map
+                if e.refcount != INFINITY and e.host_end > e.host_start]
 
 
 def release_all(dev) -> None:

@@ -5,18 +5,29 @@
 `make conformance` runs this (it is not part of `make test`).  It fetches GCC 12's
 source package with ``apt-get download gcc-12-source`` (into PYGOMP_CACHE_DIR; nothing
 of it is committed; --src names an unpacked gcc-12 tree instead), checks pygomp's map
-kinds against gomp-constants.h, builds every run test of libgomp.c and
-libgomp.c-c++-common that uses an offload construct or routine with
-``gcc -fopenmp -foffload=disable`` and the test's own options, and runs each one
-under libgomp alone (its host fallback, shared memory) and under the shim on the host
-device (separate memory).  A test that fails under the shim is run again under the
-shim on the initial device (shared memory), and every failure is listed with its
-reason: SEPARATE_MEMORY for those that fail only because memory is separate, KNOWN
-for the others that are understood.
+kinds against gomp-constants.h, and builds and runs the run tests of three directories
+with ``-foffload=disable`` and each test's own options:
+
+- libgomp.c and libgomp.c-c++-common (those that use an offload construct or routine),
+  built with ``-fopenmp``: under libgomp alone (its host fallback, shared memory) and
+  under the shim on the host device (separate memory);
+- libgomp.oacc-c-c++-common, built with ``-fopenacc`` as libgomp's testsuite builds it
+  for its host (``-DACC_DEVICE_TYPE_host=1 -DACC_MEM_SHARED=1``, ACC_DEVICE_TYPE=host)
+  for libgomp alone, and as for a device with memory of its own
+  (``-DACC_DEVICE_TYPE_host_nonshm=1 -DACC_MEM_SHARED=0``, no openacc_*_selected
+  target) for the shim on the host device.  The two builds select different tests
+  (``dg-skip-if`` on ACC_MEM_SHARED), so the counts are each runtime's own.
+
+A test that fails under the shim is run again under the shim on the initial device
+(shared memory; the libgomp build), and every failure is listed with its reason:
+SEPARATE_MEMORY for those that fail only because memory is separate, NEEDS_DEVICE for
+OpenACC tests that need code compiled for a real accelerator, KNOWN for the others that
+are understood.
 """
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -25,11 +36,13 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from pygomp import shim
 from pygomp.runtime import env, kinds
 
-SUITES = ("libgomp.c", "libgomp.c-c++-common")
+OPENMP_SUITES = ("libgomp.c", "libgomp.c-c++-common")
+OPENACC_SUITE = "libgomp.oacc-c-c++-common"
 OFFLOAD = re.compile(r"#\s*pragma\s+omp\s+(target|declare\s+target)\b|\bomp_target_\w+\s*\("
                      r"|\bomp_get_num_devices\b|\bomp_is_initial_device\b")
 TIMEOUT = 120
@@ -46,14 +59,10 @@ SEPARATE_MEMORY = {
                                      "device={kind(host)}, which abort unless "
                                      "omp_is_initial_device(); on the host device it is 0",
 }
+# Why an OpenACC test needs a real accelerator (code compiled for it).
+NEEDS_DEVICE = {}
 # Why other tests fail under the shim.
 KNOWN = {
-    "libgomp.c-c++-common/target-has-device-addr-1.c":
-        "pygomp maps nothing for an absent zero-length section (libgomp makes a zero-length "
-        "entry), so use_device_addr of 'int u[0]' finds nothing",
-    "libgomp.c/target-20.c":
-        "pygomp keeps OpenACC's two reference counts for OpenMP too: 'target exit data' "
-        "inside 'target data' leaves the structured count (OpenMP and libgomp have one count)",
     "libgomp.c/address-space-1.c":
         "a __seg_fs variable: host code cannot reach it through a generic pointer (it needs "
         "a device of its own; libgomp alone does not run it either)",
@@ -71,9 +80,23 @@ PROBES = {
                                 "#pragma omp target map(to: x)\n x++;\n return x == 10; }\n",
 }
 # Effective targets this machine (x86_64 Linux, gcc 12 with -foffload=disable) has.
-HAVE = {"vect_simd_clones", "lto", "tls_runtime", "__float128", "large_long_double", "c",
-        "x86_64-*-*", "i?86-*-*", "*-*-linux*", "*-*-gnu*", "*-*-*", "alias"}
+HAVE = frozenset({"vect_simd_clones", "lto", "tls_runtime", "__float128",
+                  "large_long_double", "c", "alias"})
+TRIPLET = "x86_64-pc-linux-gnu"
 
+
+class Config(NamedTuple):
+    """How a test is built: its flags and the effective targets its selectors see."""
+    name: str
+    flags: tuple
+    have: frozenset
+
+
+OPENMP = Config("openmp", ("-fopenmp",), HAVE)
+ACC_HOST = Config("acc-host", ("-fopenacc", "-DACC_DEVICE_TYPE_host=1", "-DACC_MEM_SHARED=1"),
+                  HAVE | {"openacc_host_selected"})
+ACC_DEVICE = Config("acc-device", ("-fopenacc", "-DACC_DEVICE_TYPE_host_nonshm=1",
+                                   "-DACC_MEM_SHARED=0"), HAVE)
 
 def fetch(cache: Path) -> Path:
     """An unpacked libgomp testsuite and include/ of GCC 12 (downloaded once)."""
@@ -136,80 +159,169 @@ def _tcl(s: str) -> str:
                                                                            m.group(1)), s)
 
 
-def _selected(selector: str | None) -> bool | str:
-    """Whether a { target ... } selector holds here; the probe name if it needs one."""
-    if not selector:
-        return True
-    if selector.lstrip("{ ").startswith("!"):
-        return not _selected(selector.lstrip("{ ")[1:])
-    words = re.findall(r"[\w.*?+-]+", selector)
-    for w in words:
-        if w in PROBES:
-            return w
-    return any(w in HAVE for w in words)
+def _words(text: str) -> list[str]:
+    """A Tcl list: "quoted" strings (backslashes kept), {braced} groups, bare words."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i + 1:j])
+            i = j + 1
+        elif c == "{":
+            depth, j = 1, i + 1
+            while j < len(text) and depth:
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+            out.append(text[i + 1:j - 1].strip())
+            i = j
+        else:
+            j = i
+            while j < len(text) and not text[j].isspace():
+                j += 1
+            out.append(text[i:j])
+            i = j
+    return out
+
+
+def _holds(selector: str, have, probes: list) -> bool:
+    """Whether a DejaGnu target selector holds: triplet globs, effective targets in
+    ``have``, ``!``, ``&&``, ``||`` and braces (juxtaposed terms: any of them).  A probe
+    name is added to ``probes`` and counts as true (the probe decides at run time)."""
+    tokens = re.findall(r"\|\||&&|!|[{}()]|[^\s{}()!|&]+", selector)
+    pos = [0]
+
+    def peek():
+        return tokens[pos[0]] if pos[0] < len(tokens) else None
+
+    def take():
+        pos[0] += 1
+        return tokens[pos[0] - 1]
+
+    def any_of():
+        v = all_of()
+        while peek() not in (None, "}", ")"):
+            if peek() == "||":
+                take()
+            w = all_of()
+            v = v or w
+        return v
+
+    def all_of():
+        v = one()
+        while peek() == "&&":
+            take()
+            w = one()
+            v = v and w
+        return v
+
+    def one():
+        t = take()
+        if t == "!":
+            return not one()
+        if t in ("{", "("):
+            v = any_of()
+            take()
+            return v
+        if t in PROBES:
+            probes.append(t)
+            return True
+        if t.count("-") >= 2:
+            return fnmatch.fnmatch(TRIPLET, t)
+        return t in have
+
+    return any_of() if tokens else True
+
+
+def _flags_match(patterns: str, flags) -> bool:
+    return any(p == "*" or any(fnmatch.fnmatch(f, p) for f in flags)
+               for p in _words(patterns) if p)
 
 
 class Test:
-    def __init__(self, path: Path, root: Path):
-        self.path = path
+    """One test file as one build configuration sees it."""
+
+    def __init__(self, path: Path, root: Path, config: Config):
+        self.path, self.config = path, config
         self.name = str(path.relative_to(root))
-        text = path.read_text(errors="replace")
         self.options, self.sources, self.env, self.output = [], [], {}, ""
-        self.shouldfail = False
+        self.shouldfail = self.xfail = False
         self.skip = None                   # why it is not run
         self.probes = []                   # effective targets decided by running probes
+        later = []                         # skip-if, xfail-run-if: need the options
+        text = path.read_text(errors="replace")
         for d, rest in re.findall(r"\{\s*dg-([\w-]+)\s*(.*?)\}\s*(?:\*/|$)", text, re.M):
-            self._directive(d, rest.strip())
+            args = _words(rest)
+            if d in ("skip-if", "xfail-run-if"):
+                later.append((d, args))
+            else:
+                self._directive(d, args)
+        flags = [*config.flags, "-O2", *self.options]
+        for d, args in later:
+            sel, inc, exc = (args[1:] + ["*-*-*", '"*"', '""'][len(args) - 1:])[:3]
+            if self._holds(sel) and _flags_match(inc, flags) and not _flags_match(exc, flags):
+                if d == "skip-if":
+                    self.skip = self.skip or f"dg-skip-if {{{sel}}} {{{inc}}} {{{exc}}}"
+                else:
+                    self.xfail = True
 
-    def _directive(self, d, rest):
-        sel = re.search(r"\{\s*target\s+(.*?)\s*\}?\s*$", rest)
-        selector = sel.group(1).strip("{} ") if sel else None
-        ok = _selected(selector)
-        if isinstance(ok, str):
-            self.probes.append(ok)
-            ok = True
+    def _holds(self, selector):
+        return _holds(selector, self.config.have, self.probes)
+
+    def _target(self, args, i) -> bool:
+        """Whether the optional ``{ target SELECTOR }`` at args[i] holds."""
+        if len(args) <= i or not args[i].startswith("target"):
+            return True
+        return self._holds(args[i][len("target"):])
+
+    def _directive(self, d, args):
         if d == "do":
-            what = rest.split()[0].strip('"') if rest else "run"
+            what = args[0] if args else "run"
             if what != "run":
                 self.skip = f"dg-do {what}"
-            elif not ok:
-                self.skip = f"target {selector}"
-        elif d in ("options", "additional-options") and ok:
-            m = re.match(r'"(.*?)"', rest)
-            if m:
-                self.options += m.group(1).split()
+            elif not self._target(args, 1):
+                self.skip = f"dg-do run {{{args[1]}}}"
+        elif d in ("options", "additional-options"):
+            if args and self._target(args, 1):
+                self.options += args[0].split()
         elif d == "additional-sources":
-            self.sources += rest.strip('"{} ').split()
+            self.sources += args[0].split()
         elif d == "require-effective-target":
-            word = rest.split()[0]
-            if word in PROBES:
-                self.probes.append(word)
-            elif word not in HAVE:
-                self.skip = f"effective target {word}"
-        elif d == "skip-if" and re.search(r"\{\s*\*-\*-\*\s*\}", rest):
-            self.skip = "dg-skip-if (an auxiliary file)"
+            if args[0] in PROBES:
+                self.probes.append(args[0])
+            elif args[0] not in self.config.have:
+                self.skip = f"effective target {args[0]}"
         elif d == "shouldfail":
-            self.shouldfail = True
+            if len(args) < 2 or self._holds(args[1]):
+                self.shouldfail = True
         elif d == "output":
-            m = re.match(r'"(.*)"', rest)
-            if m:
-                self.output += _tcl(m.group(1))
+            if args and self._target(args, 1):
+                self.output += _tcl(args[0])
         elif d == "set-target-env-var":
-            name, value = rest.split(None, 1)
-            self.env[name] = value.strip('"{} ')
+            self.env[args[0]] = args[1]
 
     def build(self, work: Path):
-        exe = work / self.name.replace("/", "__").replace(".c", "")
+        exe = work / f"{self.config.name}__{self.name.replace('/', '__').replace('.c', '')}"
         srcs = [str(self.path)] + [str(self.path.parent / s) for s in self.sources]
-        cmd = ["gcc", "-fopenmp", "-foffload=disable", "-O2", *self.options, *srcs,
-               f"-I{self.path.parent}", "-o", str(exe), "-lm"]
+        include = self.path.parents[2] / "include"         # gomp-constants.h
+        cmd = ["gcc", *self.config.flags, "-foffload=disable", "-O2", *self.options, *srcs,
+               f"-I{self.path.parent}", f"-I{include}", "-o", str(exe), "-lm"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         return (str(exe), None) if done.returncode == 0 else (None, done.stderr[-2000:])
 
     def passed(self, done) -> bool:
-        if done is None or (done.returncode != 0) != self.shouldfail:   # None: timed out
+        if done is None:                   # timed out
             return False
-        return not self.output or re.search(self.output, done.stdout + done.stderr) is not None
+        if self.xfail:                     # an expected failure: either outcome will do
+            return True
+        if (done.returncode != 0) != self.shouldfail:
+            return False
+        return not self.output or re.search(self.output, done.stdout + done.stderr,
+                                            re.S) is not None     # Tcl's '.' takes newlines
 
 
 def run(exe, environ):
@@ -220,12 +332,22 @@ def run(exe, environ):
         return None
 
 
-def runtimes(lib):
+RUNTIMES = ("libgomp", "shim")
+
+
+def runs(suite: str, lib: str) -> dict:
+    """runtime -> (the build configuration, the environment) for a suite's tests;
+    "shim-initial" is the second try of a test that fails under the shim."""
     base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("OMP_", "PYGOMP_", "LD_PRELOAD"))}
-    return {"libgomp": dict(base),
-            "shim": dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="host"),
-            "shim-initial": dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="")}
+            if not k.startswith(("OMP_", "PYGOMP_", "ACC_", "LD_PRELOAD"))}
+    shim_host = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="host")
+    shim_initial = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="")
+    if suite == OPENACC_SUITE:
+        return {"libgomp": (ACC_HOST, dict(base, ACC_DEVICE_TYPE="host")),
+                "shim": (ACC_DEVICE, shim_host),
+                "shim-initial": (ACC_HOST, dict(shim_initial, ACC_DEVICE_TYPE="host"))}
+    return {"libgomp": (OPENMP, base), "shim": (OPENMP, shim_host),
+            "shim-initial": (OPENMP, shim_initial)}
 
 
 def probe(work: Path, envs) -> dict:
@@ -253,64 +375,90 @@ def main(argv=None) -> int:
     print(f"map kinds against gomp-constants.h: "
           f"{'all equal' if not problems else '; '.join(problems)}")
     tests_root = root / "libgomp" / "testsuite"
-    tests = [Test(p, tests_root) for suite in SUITES
-             for p in sorted((tests_root / suite).rglob("*.c"))
-             if OFFLOAD.search(p.read_text(errors="replace"))]
-    tests = [t for t in tests if args.k in t.name]
     lib = shim.path()
-    envs = runtimes(lib)
+    cases = {}                      # (suite, name) -> {runtime: (Test, environment)}
+    for suite in (*OPENMP_SUITES, OPENACC_SUITE):
+        ways = runs(suite, lib)
+        for p in sorted((tests_root / suite).rglob("*.c")):
+            if args.k not in str(p.relative_to(tests_root)) or (
+                    suite != OPENACC_SUITE and not OFFLOAD.search(p.read_text(errors="replace"))):
+                continue
+            seen = {}
+            cases[suite, str(p.relative_to(tests_root))] = {
+                rt: (seen.setdefault(config, Test(p, tests_root, config)), environ)
+                for rt, (config, environ) in ways.items()}
     work = Path(tempfile.mkdtemp(prefix="pygomp-conformance-"))
     try:
-        probes = probe(work, envs)
-        todo = [t for t in tests if t.skip is None]
+        probes = probe(work, {rt: e for rt, (_, e) in runs(OPENMP_SUITES[0], lib).items()})
+        todo = list(dict.fromkeys(t for ways in cases.values() for t, _ in ways.values()
+                                  if t.skip is None))
         with ThreadPoolExecutor(args.jobs) as pool:
             built = dict(zip(todo, pool.map(lambda t: t.build(work), todo)))
             jobs = {}
-            for t, (exe, _) in built.items():
-                if exe is None:
-                    continue
-                for rt in ("libgomp", "shim"):
-                    if all(probes[p][rt] for p in t.probes):
-                        jobs[t, rt] = pool.submit(run, exe, dict(envs[rt], **t.env))
-            results = {k: t.passed(f.result()) for k, f in jobs.items() for t in [k[0]]}
-            again = {t: pool.submit(run, built[t][0], dict(envs["shim-initial"], **t.env))
-                     for t in todo if results.get((t, "shim")) is False}
-            initial = {t: t.passed(f.result()) for t, f in again.items()}
+            for key, ways in cases.items():
+                for rt in RUNTIMES:
+                    t, environ = ways[rt]
+                    exe = built.get(t, (None, None))[0]
+                    if exe and all(probes[p][rt] for p in t.probes):
+                        jobs[key, rt] = pool.submit(run, exe, dict(environ, **t.env))
+            results = {k: cases[k[0]][k[1]][0].passed(f.result()) for k, f in jobs.items()}
+            again = {}
+            for key, ways in cases.items():
+                t, environ = ways["shim-initial"]
+                if results.get((key, "shim")) is False and built.get(t, (None,))[0]:
+                    again[key] = pool.submit(run, built[t][0], dict(environ, **t.env))
+            initial = {k: cases[k]["shim-initial"][0].passed(f.result()) for k, f in again.items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return report(tests, built, results, initial, args.v)
+    return report(cases, built, results, initial, args.v)
 
 
-def report(tests, built, results, initial, verbose) -> int:
-    skipped = [t for t in tests if t.skip]
-    broken = [t for t, (exe, _) in built.items() if exe is None]
-    print(f"\n{len(tests)} offload tests in {' and '.join(SUITES)}: {len(skipped)} not run "
-          f"(not run tests or targets this machine lacks), {len(broken)} do not build")
-    print(f"\n{'':28s}{'libgomp alone':>16s}{'libpygomp.so':>16s}")
-    for label, pred in (("passed", lambda r: r is True), ("failed", lambda r: r is False),
-                        ("unsupported (probe)", lambda r: r is None)):
-        counts = [sum(1 for t, (exe, _) in built.items() if exe and pred(results.get((t, rt))))
-                  for rt in ("libgomp", "shim")]
-        print(f"  {label:26s}{counts[0]:>16d}{counts[1]:>16d}")
-    failing = sorted(initial, key=lambda t: t.name)
-    separate = [t for t in failing if t.name in SEPARATE_MEMORY]
-    print(f"\nfailing under the shim only because memory is separate ({len(separate)}):")
-    for t in separate:
-        print(f"  {t.name}: {SEPARATE_MEMORY[t.name]}")
-    other = [t for t in failing if t.name not in SEPARATE_MEMORY]
+def _again(initial, k) -> str:
+    if k not in initial:
+        return "not run on the initial device: its build skips it"
+    return "passes on the initial device" if initial[k] else "fails on the initial device"
+
+
+def report(cases, built, results, initial, verbose) -> int:
+    for suite in (*OPENMP_SUITES, OPENACC_SUITE):
+        keys = [k for k in cases if k[0] == suite]
+        print(f"\n{suite}: {len(keys)} tests"
+              + ("" if suite == OPENACC_SUITE else " that use an offload construct or routine"))
+        print(f"{'':28s}{'libgomp alone':>16s}{'libpygomp.so':>16s}")
+        rows = (("passed", lambda k, rt, t: results.get((k, rt)) is True),
+                ("failed", lambda k, rt, t: results.get((k, rt)) is False),
+                ("not run (target, options)", lambda k, rt, t: t.skip is not None),
+                ("not built", lambda k, rt, t: t.skip is None and not built[t][0]),
+                ("unsupported (probe)", lambda k, rt, t: t.skip is None and built[t][0]
+                 and (k, rt) not in results))
+        for label, pred in rows:
+            counts = [sum(1 for k in keys if pred(k, rt, cases[k][rt][0])) for rt in RUNTIMES]
+            print(f"  {label:26s}{counts[0]:>16d}{counts[1]:>16d}")
+    failing = sorted(k for k in cases if results.get((k, "shim")) is False)
+    for title, table in (("only because memory is separate", SEPARATE_MEMORY),
+                         ("because they need code compiled for a real accelerator",
+                          NEEDS_DEVICE)):
+        listed = [k for k in failing if k[1] in table]
+        print(f"\nfailing under the shim {title} ({len(listed)}):")
+        for k in listed:
+            print(f"  {k[1]}: {table[k[1]]}")
+    other = [k for k in failing if k[1] not in SEPARATE_MEMORY and k[1] not in NEEDS_DEVICE]
     print(f"\nother failures under the shim ({len(other)}):")
-    for t in other:
-        where = "passes" if initial[t] else "fails"
-        print(f"  {t.name} ({where} on the initial device): "
-              f"{KNOWN.get(t.name, 'not understood yet')}")
+    for k in other:
+        print(f"  {k[1]} ({_again(initial, k)}): {KNOWN.get(k[1], 'not understood yet')}")
+    broken = sorted({t for ways in cases.values() for t, _ in ways.values()
+                     if t in built and not built[t][0]}, key=lambda t: t.name)
     if broken:
         print("\nnot built:")
         for t in broken:
-            print(f"  {t.name}: {built[t][1].strip().splitlines()[-1] if built[t][1] else ''}")
+            lines = (built[t][1] or "").strip().splitlines() or [""]
+            why = next((x for x in lines if "error" in x), lines[-1])
+            print(f"  {t.name} ({t.config.name}): {why.split(': ', 1)[-1].strip()}")
     if verbose:
         print("\nevery test (libgomp, shim):")
-        for t in tests:
-            print(f"  {t.name}: {t.skip or (results.get((t, 'libgomp')), results.get((t, 'shim')))}")
+        for k, ways in cases.items():
+            print(f"  {k[1]}: " + ", ".join(
+                ways[rt][0].skip or str(results.get((k, rt))) for rt in RUNTIMES))
     return 0
 
 

@@ -1,0 +1,553 @@
+"""OpenACC's runtime routines and data clauses, over the same device maps as the OpenMP
+face (`pygomp.runtime.mapping` keeps both rule sets), for Python and for the C shim.
+
+Devices.  OpenACC names devices by type and number.  Here the types are:
+
+==================  ===  ==========================================================
+``device_host``       2  the initial device: the host itself, shared memory
+``device_host_nonshm``  3  the host plugin's devices: the CPU with memory of its own
+``device_not_host``   4  every offload device, numbered as pygomp numbers them
+``device_nvidia``     5  the CUDA plugin's devices
+``device_opencl``    16  the OpenCL plugin's devices (pygomp's own value)
+==================  ===  ==========================================================
+
+``ACC_DEVICE_TYPE`` (one of the names above without ``device_``, or ``cuda``) and
+``ACC_DEVICE_NUM`` (a number within that type) choose the default; unset, the default
+is ``not_host`` number 0 (pygomp's device 0), or the host when there is no offload
+device.  Each thread has its current device, as in libgomp.
+
+Data routines take numpy arrays (contiguous); a mapped array is kept alive while it is
+mapped.  With ``async_=q`` (``q >= 0`` or ``async_noval``) the map changes at once (as
+in libgomp) and the data moves on queue q of the current device, after the queue's
+earlier work; `wait` waits for it and raises the first error of the queue's work (which
+stops the queue's later work).  Errors are
+`pygomp.MappingError`s worded as libgomp words them.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import sys
+import threading
+from contextlib import contextmanager
+
+from .constructs import array_item
+from .runtime import devices, env, kinds, mapping, tasks
+from .runtime.mapping import Item, MappingError
+
+device_none, device_default, device_host, device_host_nonshm = 0, 1, 2, 3
+device_not_host, device_nvidia, device_radeon, device_opencl = 4, 5, 8, 16
+async_noval, async_sync = -1, -2
+
+TYPES = {"none": device_none, "default": device_default, "host": device_host,
+         "host_nonshm": device_host_nonshm, "not_host": device_not_host,
+         "nvidia": device_nvidia, "cuda": device_nvidia, "radeon": device_radeon,
+         "opencl": device_opencl}
+_NAMES = {v: k for k, v in reversed(TYPES.items())}
+_PLUGIN_TYPES = {"host": device_host_nonshm, "cuda": device_nvidia, "opencl": device_opencl}
+
+
+def _fail(message):
+    return MappingError(message)
+
+
+# -- devices ----------------------------------------------------------------------
+
+def _check_type(t):
+    if t not in _NAMES:
+        raise _fail(f"unknown device type {t}")
+
+
+def type_of(dev) -> int:
+    """The OpenACC device type of a pygomp device."""
+    return device_host if dev.is_initial else _PLUGIN_TYPES.get(dev.plugin.name,
+                                                                device_not_host)
+
+
+def _devices_of(t) -> list:
+    devs = devices.all_devices()
+    if t == device_host:
+        return devs[-1:]
+    if t == device_not_host:
+        return devs[:-1]
+    return [d for d in devs[:-1] if type_of(d) == t and t != device_none]
+
+
+def _environment():
+    name = os.environ.get("ACC_DEVICE_TYPE", "").strip()
+    text = os.environ.get("ACC_DEVICE_NUM", "").strip()
+    try:
+        num = int(text) if text else 0
+    except ValueError:
+        num = -1
+    if num < 0:
+        raise env.EnvError(f"invalid value for environment variable ACC_DEVICE_NUM: "
+                           f"{text!r} (expected a device number >= 0)")
+    return name, num
+
+
+def _resolve(t, fail=True):
+    """A device type with devices for ``t`` (default: ACC_DEVICE_TYPE, else not_host,
+    else the host); None (or an error with ``fail``) where there is none."""
+    _check_type(t)
+    if t == device_default:
+        name, _ = _environment()
+        if name:
+            t = TYPES.get(name.lower())
+            if t is None or t in (device_none, device_default) or not _devices_of(t):
+                if fail:
+                    raise _fail(f"device type {name} not supported")
+                return None
+        else:
+            t = device_not_host if _devices_of(device_not_host) else device_host
+    if not _devices_of(t):
+        if fail:
+            raise _fail("no device found" if t == device_not_host else
+                        f"device type {_NAMES[t]} not supported")
+        return None
+    return t
+
+
+_lock = threading.Lock()
+_selected = {}            # acc_set_device_type/num: "type" and "num" for every thread
+_thread = threading.local()    # .dev: this thread's device, .chosen: when it was chosen
+_active = set()          # devices OpenACC initialized (until acc_shutdown)
+_shutdowns = [0]         # acc_shutdown calls so far: threads choose their device again
+
+
+def _select(t, num):
+    devs = _devices_of(t)
+    if not 0 <= num < len(devs):
+        raise _fail(f"no devices of type {_NAMES[t]} available" if not devs else
+                    f"device {num} out of range")
+    dev = devs[num]
+    dev.ensure_init()
+    with _lock:
+        _active.add(dev)
+    _thread.dev, _thread.chosen = dev, (devices.all_devices(), _shutdowns[0])
+    return dev
+
+
+def current():
+    """This thread's current device (chosen on first use, as acc_init would)."""
+    dev = getattr(_thread, "dev", None)
+    if dev is not None and _thread.chosen == (devices.all_devices(), _shutdowns[0]):
+        return dev
+    with _lock:
+        t, num = _selected.get("type"), _selected.get("num")
+    return _select(t if t is not None else _resolve(device_default),
+                   num if num is not None else _environment()[1])
+
+
+def get_num_devices(t=device_default) -> int:
+    if t == device_none:
+        _check_type(t)
+        return 0
+    t = _resolve(t, fail=False)
+    return 0 if t is None else len(_devices_of(t))
+
+
+def set_device_type(t) -> None:
+    t = _resolve(t)
+    with _lock:
+        _selected["type"] = t
+        num = _selected.get("num", _environment()[1])
+    _select(t, num)
+
+
+def get_device_type() -> int:
+    return type_of(current())
+
+
+def set_device_num(num, t=device_none) -> None:
+    """acc_set_device_num: device ``num`` of type ``t`` (none: of the type in use) for
+    this thread, and the number (and type) for every thread from now on."""
+    _check_type(t)
+    with _lock:
+        if num < 0:
+            num = _selected.get("num", _environment()[1])
+        known = _selected.get("type")
+    t = (known or _resolve(device_default)) if t == device_none else _resolve(t)
+    _select(t, num)
+    with _lock:
+        _selected.update(type=t, num=num)
+
+
+def get_device_num(t=device_default) -> int:
+    devs = _devices_of(_resolve(t))
+    dev = getattr(_thread, "dev", None)
+    if dev in devs:
+        return devs.index(dev)
+    with _lock:
+        return _selected.get("num", _environment()[1])
+
+
+def init(t=device_default) -> None:
+    """acc_init: initialize the device of type ``t`` and number ACC_DEVICE_NUM (or the
+    number set), and make it this thread's."""
+    t = _resolve(t)
+    with _lock:
+        num = _selected.get("num", _environment()[1])
+        devs = _devices_of(t)
+        if 0 <= num < len(devs) and devs[num] in _active:
+            raise _fail("device already active")
+        _selected["type"] = t
+    _select(t, num)
+
+
+def shutdown(t=device_default) -> None:
+    """acc_shutdown: wait for the queues of every device of type ``t``, then remove
+    everything mapped on them; threads choose their device again on next use."""
+    with _lock:
+        devs = [d for d in _devices_of(_resolve(t)) if d in _active]
+    if not devs:
+        raise _fail("no device initialized")
+    for dev in devs:
+        _wait_queues(dev, list(_queues_of(dev)))
+        if not dev.is_initial:
+            with dev.lock:
+                mapping.release_all(dev)
+    with _lock:
+        _active.difference_update(devs)
+        _shutdowns[0] += 1
+
+
+def on_device(t) -> bool:
+    """acc_on_device: Python code runs on the host."""
+    return t in (device_host, device_none)
+
+
+# -- async queues -----------------------------------------------------------------
+
+_queues = {}      # (device, queue) -> _Queue
+
+
+class _Queue:
+    """An async queue: its work runs as runtime tasks, each after the one before (the
+    address of ``key`` is their dependence); the first error stops the queue's later
+    work until `wait` raises it."""
+
+    def __init__(self):
+        self.key = ctypes.create_string_buffer(1)
+        self.last = None            # the task of the work queued last
+        self.error = None
+
+    def address(self):
+        return ctypes.addressof(self.key)
+
+    def done(self):
+        return self.last is None or self.last.done()
+
+    def wait(self):
+        if self.last is not None:
+            self.last.wait()
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+def _check_async(q):
+    if q < async_sync:
+        raise _fail(f"invalid async-argument: {q}")
+
+
+def _queue(dev, q):
+    with _lock:
+        queue = _queues.get((dev, q))
+        if queue is None:
+            if not _queues:
+                atexit.register(_unseen_errors)
+            queue = _queues[dev, q] = _Queue()
+        return queue
+
+
+def _unseen_errors():
+    for (dev, q), queue in list(_queues.items()):
+        if queue.error is not None:
+            print(f"pygomp: device {dev.number}, async queue {q}: an error nobody waited "
+                  f"for: {queue.error}", file=sys.stderr)
+
+
+def _queues_of(dev):
+    with _lock:
+        return [q for (d, q) in _queues if d is dev]
+
+
+def enqueue(dev, q, fn, after=()) -> None:
+    """Run ``fn()`` on queue ``q`` of ``dev`` after the queue's earlier work and the
+    work queued so far on the queues ``after``."""
+    queue = _queue(dev, q)
+    waits = [_queue(dev, a).address() for a in after if a != q]
+
+    def work():
+        if queue.error is None:
+            try:
+                fn()
+            except Exception as e:          # noqa: BLE001  (kept for `wait` to raise)
+                queue.error = e
+
+    queue.last = tasks.submit(work, depend={"inout": [queue.address()], "in": waits})
+
+
+def run(q, fn, dev=None):
+    """``fn()`` now (``q`` is async_sync), or with queue ``q`` of the current device: the
+    map changes now, and the device work that ``fn``'s map operations make (copies,
+    launches, frees) is done by the queue, after its earlier work."""
+    _check_async(q)
+    if q == async_sync:
+        return fn()
+    with mapping.deferred() as work:
+        result = fn()
+    enqueue(dev or current(), q, lambda: mapping.do(work))
+    return result
+
+
+def async_test(q) -> bool:
+    """acc_async_test: whether queue ``q`` has finished its work."""
+    _check_async(q)
+    queue = _queues.get((current(), q))
+    return queue is None or queue.done()
+
+
+def async_test_all() -> bool:
+    dev = current()
+    return all(async_test(q) for q in _queues_of(dev))
+
+
+def _wait_queues(dev, qs):
+    for q in qs:
+        queue = _queues.get((dev, q))
+        if queue is not None:
+            queue.wait()
+
+
+def wait(q=None) -> None:
+    """acc_wait (``q``), or acc_wait_all (None): wait for the queues' work; an error
+    of it is raised here."""
+    dev = current()
+    if q is not None:
+        _check_async(q)
+    _wait_queues(dev, _queues_of(dev) if q is None else [q])
+
+
+def wait_async(q1, q2) -> None:
+    """acc_wait_async: queue ``q2``'s later work comes after ``q1``'s work so far
+    (``q1`` None: after every queue's)."""
+    dev = current()
+    for q in (q1, q2):
+        if q is not None:
+            _check_async(q)
+    if q2 == async_sync:
+        return wait(q1)
+    after = _queues_of(dev) if q1 is None else [q1] if (dev, q1) in _queues else []
+    if after and after != [q2]:
+        enqueue(dev, q2, lambda: None, after)
+
+
+def wait_list(q, waits) -> None:
+    """The ``wait(...)`` clause of a construct on queue ``q`` (GOACC_wait's rules)."""
+    if not waits:
+        return wait(None) if q == async_sync else wait_async(None, q)
+    for w in waits:
+        if w == async_noval:
+            return wait(None) if q == async_sync else wait_async(None, q)
+        if async_test(w) or w == q:
+            continue
+        if q == async_sync:
+            wait(w)
+        else:
+            wait_async(w, q)
+
+
+# -- data routines on addresses (the C face's) -----------------------------------
+
+def enter(h, size, kind, obj=None, q=async_sync) -> int:
+    """acc_copyin / acc_create: the device address (the host's on the host)."""
+    if not h or not size:
+        raise _fail(f"[{h:#x},+{size}] is a bad range")
+    dev = current()
+    if dev.is_initial:
+        return h
+    run(q, lambda: mapping.enter_data(dev, [Item(h, size, kind, obj)], acc=True), dev)
+    return mapping.acc_device_address(dev, h)
+
+
+def leave(h, size, kind, q=async_sync) -> None:
+    """acc_copyout / acc_delete and their finalize forms (FORCE_FROM, DELETE)."""
+    dev = current()
+    if not dev.is_initial:
+        run(q, lambda: mapping.exit_data(dev, [Item(h, size, kind)], acc=True), dev)
+
+
+def update(h, size, to_device, q=async_sync) -> None:
+    """acc_update_device / acc_update_self: the data must be present."""
+    dev = current()
+    if h and not dev.is_initial:
+        kind = kinds.FORCE_TO if to_device else kinds.FORCE_FROM
+        run(q, lambda: mapping.update(dev, [Item(h, size, kind)], acc=True), dev)
+
+
+def present(h, size) -> bool:
+    if not h or not size:
+        return False
+    dev = current()
+    return dev.is_initial or mapping.acc_is_present(dev, h, size)
+
+
+def device_address(h) -> int:
+    dev = current()
+    return h if dev.is_initial else mapping.acc_device_address(dev, h)
+
+
+def host_address(d) -> int:
+    dev = current()
+    return d if dev.is_initial else mapping.acc_host_address(dev, d)
+
+
+_allocated = {}          # (device, address) -> size: what acc_malloc gave
+
+
+def malloc(size) -> int:
+    if not size:
+        return 0
+    dev = current()
+    d = dev.plugin.alloc(dev.local, size)
+    with _lock:
+        _allocated[dev, d] = size
+    return d
+
+
+def free(d) -> None:
+    """acc_free: memory acc_malloc gave, that no mapping uses."""
+    if not d:
+        return
+    dev = current()
+    if not dev.is_initial:
+        mapping.acc_check_free(dev, d)
+    with _lock:
+        if _allocated.pop((dev, d), None) is None:
+            raise _fail("error in freeing device memory in acc_free")
+    dev.plugin.free(dev.local, d)
+
+
+def map_data(h, d, size) -> None:
+    dev = current()
+    if dev.is_initial:
+        if d != h:
+            raise _fail("cannot map data on shared-memory system")
+        return
+    mapping.acc_map_data(dev, h, d, size)
+
+
+def unmap_data(h) -> None:
+    dev = current()
+    if not dev.is_initial:
+        mapping.acc_unmap_data(dev, h)
+
+
+def memcpy(dst, src, size, to_device, q=async_sync) -> None:
+    """acc_memcpy_to_device (``to_device``) / acc_memcpy_from_device."""
+    dev = current()
+    d = dst if to_device else src
+    with _lock:
+        block = next(((a, n) for (x, a), n in _allocated.items()
+                      if x is dev and a <= d < a + n), None)
+    if block is not None and d + size > block[0] + block[1]:
+        raise _fail(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
+                    f"acc_malloc gave at {block[0]:#x}")
+    if dev.is_initial:
+        return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
+    copy = dev.plugin.host2dev if to_device else dev.plugin.dev2host
+    run(q, lambda: mapping.later(copy, dev.local, dst, src, size), dev)
+
+
+def attach(ptr, q=async_sync) -> None:
+    dev = current()
+    if not dev.is_initial:
+        run(q, lambda: mapping.acc_attach(dev, ptr), dev)
+
+
+def detach(ptr, finalize=False, q=async_sync) -> None:
+    dev = current()
+    if not dev.is_initial:
+        run(q, lambda: mapping.acc_detach(dev, ptr, finalize), dev)
+
+
+# -- the Python face: numpy arrays ---------------------------------------------------
+
+def _array(a, kind):
+    it = array_item(a, kind)
+    return it.addr, it.size, it.obj
+
+
+def copyin(a, async_=async_sync) -> int:
+    """acc_copyin: present, one dynamic reference more; else mapped and copied in.
+    Returns the device address."""
+    h, size, obj = _array(a, kinds.TO)
+    return enter(h, size, kinds.TO, obj, async_)
+
+
+def create(a, async_=async_sync) -> int:
+    """acc_create: as `copyin`, without the copy."""
+    h, size, obj = _array(a, kinds.ALLOC)
+    return enter(h, size, kinds.ALLOC, obj, async_)
+
+
+def copyout(a, finalize=False, async_=async_sync) -> None:
+    """acc_copyout(_finalize): one dynamic reference less (all of them); at zero the
+    data is copied back and unmapped."""
+    h, size, _ = _array(a, kinds.FROM)
+    leave(h, size, kinds.FORCE_FROM if finalize else kinds.FROM, async_)
+
+
+def delete(a, finalize=False, async_=async_sync) -> None:
+    """acc_delete(_finalize): as `copyout`, without the copy."""
+    h, size, _ = _array(a, kinds.RELEASE)
+    leave(h, size, kinds.DELETE if finalize else kinds.RELEASE, async_)
+
+
+def update_device(a, async_=async_sync) -> None:
+    h, size, _ = _array(a, kinds.TO)
+    update(h, size, True, async_)
+
+
+def update_self(a, async_=async_sync) -> None:
+    h, size, _ = _array(a, kinds.FROM)
+    update(h, size, False, async_)
+
+
+def is_present(a) -> bool:
+    h, size, _ = _array(a, kinds.ALLOC)
+    return present(h, size)
+
+
+def deviceptr(a) -> int:
+    """The device address of ``a``'s first element (0 if it is not mapped)."""
+    return device_address(_array(a, kinds.ALLOC)[0])
+
+
+_CLAUSES = {"copy": kinds.TOFROM, "copyin": kinds.TO, "copyout": kinds.FROM,
+            "create": kinds.ALLOC, "present": kinds.FORCE_PRESENT,
+            "no_create": kinds.IF_PRESENT}
+
+
+@contextmanager
+def data(**clauses):
+    """``with acc.data(copy=[...], copyin=[...], copyout=[...], create=[...],
+    present=[...], no_create=[...]):`` an OpenACC data region on the current device:
+    structured references for the block, copies back at its end."""
+    unknown = set(clauses) - set(_CLAUSES)
+    if unknown:
+        raise TypeError(f"acc.data: unknown clause(s) {sorted(unknown)}; the clauses are "
+                        f"{', '.join(_CLAUSES)}")
+    items = []
+    for name, arrays in clauses.items():
+        for a in (arrays,) if not isinstance(arrays, (list, tuple)) else arrays:
+            items.append(array_item(a, _CLAUSES[name]))
+    dev = current()
+    region = mapping.begin(dev, items, acc=True)
+    try:
+        yield dev
+    finally:
+        mapping.end(region)
