@@ -22,6 +22,7 @@ import ctypes
 import errno
 import itertools
 import json
+import re
 
 from . import acc, api
 from .runtime import devices, env, images, kinds, mapping
@@ -54,7 +55,10 @@ def _on_error(exc_type, exc, tb):
 
 
 def _words(exc) -> str:
-    if isinstance(exc, (mapping.MappingError, devices.OffloadError)):
+    """libgomp's words for an error (a map error without pygomp's "device N: ")."""
+    if isinstance(exc, mapping.MappingError):
+        return re.sub(r"^device \d+: ", "", str(exc))
+    if isinstance(exc, devices.OffloadError):
         return str(exc)
     return f"pygomp: {type(exc).__name__}: {exc}"
 
@@ -165,7 +169,11 @@ def _data_region(region, hostaddrs):
 
 
 def pg_py_end_data(handle):
-    mapping.end(_regions.pop(handle))
+    region = _regions.pop(handle)
+    if region.acc:          # frees wait for the device's async queues
+        acc.run(acc.async_sync, lambda: mapping.end(region), region.dev)
+    else:
+        mapping.end(region)
     return 1
 
 

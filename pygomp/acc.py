@@ -129,15 +129,26 @@ def _select(t, num):
     return dev
 
 
-def current():
-    """This thread's current device (chosen on first use, as acc_init would)."""
+def _mine():
+    """This thread's device, while its choice holds (the device list and no
+    acc_shutdown since), else None."""
     dev = getattr(_thread, "dev", None)
     if dev is not None and _thread.chosen == (devices.all_devices(), _shutdowns[0]):
         return dev
+    return None
+
+
+def _choice():
+    """The type and number a thread without a device takes."""
     with _lock:
         t, num = _selected.get("type"), _selected.get("num")
-    return _select(t if t is not None else _resolve(device_default),
-                   num if num is not None else _environment()[1])
+    return (t if t is not None else _resolve(device_default),
+            num if num is not None else _environment()[1])
+
+
+def current():
+    """This thread's current device (chosen on first use, as acc_init would)."""
+    return _mine() or _select(*_choice())
 
 
 def get_num_devices(t=device_default) -> int:
@@ -157,7 +168,13 @@ def set_device_type(t) -> None:
 
 
 def get_device_type() -> int:
-    return type_of(current())
+    """This thread's device type (choosing no device, as libgomp's does not)."""
+    dev = _mine()
+    if dev is not None:
+        return type_of(dev)
+    t, num = _choice()
+    devs = _devices_of(t)
+    return type_of(devs[num]) if 0 <= num < len(devs) else t
 
 
 def set_device_num(num, t=device_none) -> None:
@@ -176,7 +193,7 @@ def set_device_num(num, t=device_none) -> None:
 
 def get_device_num(t=device_default) -> int:
     devs = _devices_of(_resolve(t))
-    dev = getattr(_thread, "dev", None)
+    dev = _mine()
     if dev in devs:
         return devs.index(dev)
     with _lock:
@@ -230,6 +247,7 @@ class _Queue:
 
     def __init__(self):
         self.key = ctypes.create_string_buffer(1)
+        self.lock = threading.Lock()    # threads that queue work at once: `last` in order
         self.last = None            # the task of the work queued last
         self.error = None
 
@@ -287,19 +305,26 @@ def enqueue(dev, q, fn, after=()) -> None:
             except Exception as e:          # noqa: BLE001  (kept for `wait` to raise)
                 queue.error = e
 
-    queue.last = tasks.submit(work, depend={"inout": [queue.address()], "in": waits})
+    with queue.lock:
+        queue.last = tasks.submit(work, depend={"inout": [queue.address()], "in": waits})
 
 
 def run(q, fn, dev=None):
     """``fn()`` now (``q`` is async_sync), or with queue ``q`` of the current device: the
     map changes now, and the device work that ``fn``'s map operations make (copies,
-    launches, frees) is done by the queue, after its earlier work."""
+    launches, frees) is done by the queue, after its earlier work.  Device memory that
+    ``fn`` frees at once is freed after every queue of the device has finished (as
+    cuMemFree waits for the device): queued work may still use it."""
     _check_async(q)
-    if q == async_sync:
-        return fn()
+    dev = dev or current()
     with mapping.deferred() as work:
         result = fn()
-    enqueue(dev or current(), q, lambda: mapping.do(work))
+    if q != async_sync:
+        enqueue(dev, q, lambda: mapping.do(work))
+        return result
+    if any(f == dev.plugin.free for f, _, _ in work):
+        _wait_queues(dev, _queues_of(dev))
+    mapping.do(work)
     return result
 
 
@@ -447,17 +472,21 @@ def unmap_data(h) -> None:
 
 
 def memcpy(dst, src, size, to_device, q=async_sync) -> None:
-    """acc_memcpy_to_device (``to_device``) / acc_memcpy_from_device."""
+    """acc_memcpy_to_device (``to_device``) / acc_memcpy_from_device; on a device,
+    NULL, equal addresses and copies past the end of acc_malloc's block are errors."""
     dev = current()
-    d = dst if to_device else src
+    if dev.is_initial:
+        return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
+    d, h = (dst, src) if to_device else (src, dst)
+    if d == h or not d or not h:
+        raise _fail("invalid host or device address" if d == h else
+                    "invalid device address" if not d else "invalid host address")
     with _lock:
         block = next(((a, n) for (x, a), n in _allocated.items()
                       if x is dev and a <= d < a + n), None)
     if block is not None and d + size > block[0] + block[1]:
         raise _fail(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
                     f"acc_malloc gave at {block[0]:#x}")
-    if dev.is_initial:
-        return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
     copy = dev.plugin.host2dev if to_device else dev.plugin.dev2host
     run(q, lambda: mapping.later(copy, dev.local, dst, src, size), dev)
 
@@ -550,4 +579,4 @@ def data(**clauses):
     try:
         yield dev
     finally:
-        mapping.end(region)
+        run(async_sync, lambda: mapping.end(region), dev)

@@ -483,8 +483,9 @@ def exit_data(dev, items, acc=False) -> None:
 def _acc_exit_data(dev, items) -> None:
     """OpenACC's exit data (and acc_copyout, acc_delete): detach first, then each item
     in turn takes one dynamic reference away (FORCE_FROM and DELETE, the finalize forms:
-    all of them); an entry whose count reaches zero copies back (FROM, FORCE_FROM) the
-    item's bytes and goes.  Absent data is no error.  The items are checked first."""
+    all of them); an entry whose count reaches zero copies back what the construct's
+    FROM and FORCE_FROM items name in it, and goes.  Absent data is no error.  The items
+    are checked first."""
     for it in items:
         k = kinds.base(it.kind)
         if k in _ACC_DETACH:
@@ -499,17 +500,20 @@ def _acc_exit_data(dev, items) -> None:
         if k in _ACC_DETACH:
             _detach_pointer(dev, dev.map.lookup(it.addr, it.addr + PTR), it.addr,
                             finalize=k == kinds.FORCE_DETACH)
+    copies = {}       # owner -> the construct's copyouts in it (a struct's members)
     for it in items:
         k = kinds.base(it.kind)
         e = _acc_exit_entry(dev, it) if k in _ACC_EXIT else None
         if e is None or _owner(e).refcount == INFINITY:
             continue
         o = _owner(e)
+        if k in (kinds.FROM, kinds.FORCE_FROM):
+            copies.setdefault(o, []).append((e, it))
         _ref(o, -o.dynamic_refcount if k in _ACC_FINALIZE else -(o.dynamic_refcount > 0),
              dynamic=True)
         if o.refcount == 0:
-            if k in (kinds.FROM, kinds.FORCE_FROM):
-                _copy_from(dev, e, it.addr, it.size)
+            for m, c in copies.pop(o, ()):
+                _copy_from(dev, m, c.addr, c.size)
             _release(dev, (), (), False, [o])
 
 
@@ -560,7 +564,8 @@ def update(dev, items, acc=False) -> None:
 
 def _acc_update(dev, items) -> None:
     """OpenACC's update: ``device``/``self`` (FORCE_TO/FORCE_FROM) need the data
-    present; with ``if_present`` (TO/FROM) absent data is skipped."""
+    present; with ``if_present`` (TO/FROM) absent data is skipped.  Unlike OpenMP's,
+    it copies attached pointers too (libgomp's acc_update_device/self)."""
     previous = None                     # the entry an update device just copied into
     for it in items:
         k = kinds.base(it.kind)
@@ -584,11 +589,12 @@ def _acc_update(dev, items) -> None:
         if not inside:
             raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
                               f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
+        d = e.dev_start + (it.addr - e.host_start)      # all bytes, attached pointers too
         if k & kinds.FLAG_TO:
-            _copy_to(dev, e, it.addr, it.size)
-            previous = e.dev_start + (it.addr - e.host_start)
+            later(dev.plugin.host2dev, dev.local, d, it.addr, it.size, keep=e)
+            previous = d
         else:
-            _copy_from(dev, e, it.addr, it.size)
+            later(dev.plugin.dev2host, dev.local, it.addr, d, it.size, keep=e)
 
 
 # -- the kinds GCC emits for pointers, struct members and use_device_ptr/addr ------
@@ -644,14 +650,22 @@ def _map_struct(region, it, members):
     """STRUCT: ``members`` (sorted by address) mapped together: new ones get entries in
     one device allocation from the first one's start to the last one's end; present
     ones must all be members of one mapped struct.  The word of the STRUCT item is the
-    device address of the struct's base (which may lie before the allocation)."""
+    device address of the struct's base (which may lie before the allocation).  OpenACC's
+    present members (FORCE_PRESENT) need the struct mapped."""
     dev = region.dev
+    present = [m for m in members if kinds.base(m.kind) == kinds.FORCE_PRESENT]
+    members = [m._replace(kind=kinds.ALLOC) if kinds.base(m.kind) == kinds.FORCE_PRESENT
+               else m for m in members]
     for m in members:
         if not kinds.traits(m.kind).mapping:
             raise _error(dev, f"map kind {kinds.name(m.kind)} is not valid for a structure "
                               f"element {_range(m.addr, m.size)}")
     lo, hi = members[0].addr, members[-1].addr + members[-1].size
     first = dev.map.lookup(it.addr, hi)      # looked up from the base, as libgomp does
+    if first is None and present:
+        m = present[0]
+        raise _error(dev, f"present clause: !acc_is_present ({m.addr:#x}, {m.size} "
+                          f"({m.size:#x}))")
     if first is None:
         group = _new_struct(region, members, lo, hi)
     else:
@@ -690,7 +704,8 @@ def _new_struct(region, members, lo, hi):
     owner = group[0]
     owner.alloc = block
     region.created.append(owner)
-    _count(region, owner)
+    for _ in members:                       # OpenACC enter data: a reference a member
+        _count(region, owner)
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped structure elements "
                                f"{_range(lo, hi - lo)} at {block:#x}")
