@@ -309,31 +309,44 @@ EXPORT void GOMP_target_ext(int device, void (*fn)(void *), size_t mapnum, void 
 
 /* -- data constructs ---------------------------------------------------------- */
 
-/* Open `target data` regions of this thread, innermost last (libgomp keeps them in
-   the task's ICVs; a data region begins and ends in the same thread). */
-static __thread int64_t *data_stack;
-static __thread size_t data_depth, data_room;
+/* Open data regions of this thread (`target data`, `acc data`), innermost last
+   (libgomp keeps them per thread; a data region begins and ends in the same thread). */
+struct regions {
+    int64_t *handles;
+    size_t depth, room;
+};
+static __thread struct regions omp_regions, acc_regions;
+
+static void push_region(struct regions *r, int64_t handle)
+{
+    if (r->depth == r->room) {
+        r->room = r->room ? 2 * r->room : 8;
+        r->handles = realloc(r->handles, r->room * sizeof *r->handles);
+        if (!r->handles)
+            fatal("pygomp: out of memory for data regions");
+    }
+    r->handles[r->depth++] = handle;
+}
+
+static void end_region(struct regions *r)
+{
+    ensure();
+    if (r->depth && !pg_py_end_data(r->handles[--r->depth]))
+        fail();
+}
 
 EXPORT void GOMP_target_data_ext(int device, size_t mapnum, void **hostaddrs, size_t *sizes,
                                  unsigned short *kinds)
 {
     ensure();
     /* use_device_ptr/addr: Python writes the device addresses back into hostaddrs. */
-    int64_t region = data(OP_DATA, device_number(device), mapnum, hostaddrs, sizes, kinds);
-    if (data_depth == data_room) {
-        data_room = data_room ? 2 * data_room : 8;
-        data_stack = realloc(data_stack, data_room * sizeof *data_stack);
-        if (!data_stack)
-            fatal("pygomp: out of memory for target data regions");
-    }
-    data_stack[data_depth++] = region;
+    push_region(&omp_regions,
+                data(OP_DATA, device_number(device), mapnum, hostaddrs, sizes, kinds));
 }
 
 EXPORT void GOMP_target_end_data(void)
 {
-    ensure();
-    if (data_depth && !pg_py_end_data(data_stack[--data_depth]))
-        fail();
+    end_region(&omp_regions);
 }
 
 static void data_op(int op, int device, size_t mapnum, void **hostaddrs, size_t *sizes,
@@ -710,13 +723,14 @@ static void drop_waits(struct waits *w)
         free(w->v);
 }
 
-#define READ_WAITS(w, last, n)                     \
+/* The wait list that follows the last named argument, num_waits. */
+#define READ_WAITS(w, num_waits)                   \
     struct waits w;                                \
     init_waits(&w);                                \
     {                                              \
         va_list ap;                                \
-        va_start(ap, last);                        \
-        for (int i_ = 0; i_ < (n); i_++)           \
+        va_start(ap, num_waits);                   \
+        for (int i_ = 0; i_ < (num_waits); i_++)   \
             add_wait(&w, va_arg(ap, int));         \
         va_end(ap);                                \
     }
@@ -785,64 +799,36 @@ static int64_t acc_data(int op, int flags_m, size_t n, void **hostaddrs, size_t 
     return r;
 }
 
-/* Open `acc data` regions of this thread, innermost last. */
-static __thread int64_t *acc_stack;
-static __thread size_t acc_depth, acc_room;
-
 EXPORT void GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
                              unsigned short *kinds)
 {
     /* host_data use_device: Python writes the device addresses back into hostaddrs. */
-    int64_t region = acc_data(ACC_DATA, flags_m, mapnum, hostaddrs, sizes, kinds, ASYNC_SYNC,
-                              NULL);
-    if (acc_depth == acc_room) {
-        acc_room = acc_room ? 2 * acc_room : 8;
-        acc_stack = realloc(acc_stack, acc_room * sizeof *acc_stack);
-        if (!acc_stack)
-            fatal("pygomp: out of memory for acc data regions");
-    }
-    acc_stack[acc_depth++] = region;
+    push_region(&acc_regions, acc_data(ACC_DATA, flags_m, mapnum, hostaddrs, sizes, kinds,
+                                       ASYNC_SYNC, NULL));
 }
 
 EXPORT void GOACC_data_end(void)
 {
-    ensure();
-    if (acc_depth && !pg_py_end_data(acc_stack[--acc_depth]))
-        fail();
+    end_region(&acc_regions);
 }
 
-EXPORT void GOACC_enter_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-                             unsigned short *kinds, int async, int num_waits, ...)
-{
-    READ_WAITS(w, num_waits, num_waits);
-    acc_data(ACC_ENTER, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
-}
+/* The data constructs that take an async queue and a wait list. */
+#define ACC_DATA_CONSTRUCT(name, op)                                                        \
+    EXPORT void name(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,          \
+                     unsigned short *kinds, int async, int num_waits, ...)                 \
+    {                                                                                       \
+        READ_WAITS(w, num_waits);                                                           \
+        acc_data(op, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);                  \
+    }
 
-EXPORT void GOACC_exit_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-                            unsigned short *kinds, int async, int num_waits, ...)
-{
-    READ_WAITS(w, num_waits, num_waits);
-    acc_data(ACC_EXIT, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
-}
-
-/* GCC 11 and earlier: one entry point, the kinds tell which. */
-EXPORT void GOACC_enter_exit_data(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-                                  unsigned short *kinds, int async, int num_waits, ...)
-{
-    READ_WAITS(w, num_waits, num_waits);
-    acc_data(ACC_ENTER_EXIT, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
-}
-
-EXPORT void GOACC_update(int flags_m, size_t mapnum, void **hostaddrs, size_t *sizes,
-                         unsigned short *kinds, int async, int num_waits, ...)
-{
-    READ_WAITS(w, num_waits, num_waits);
-    acc_data(ACC_UPDATE, flags_m, mapnum, hostaddrs, sizes, kinds, async, &w);
-}
+ACC_DATA_CONSTRUCT(GOACC_enter_data, ACC_ENTER)
+ACC_DATA_CONSTRUCT(GOACC_exit_data, ACC_EXIT)
+ACC_DATA_CONSTRUCT(GOACC_enter_exit_data, ACC_ENTER_EXIT)   /* GCC 11: the kinds tell which */
+ACC_DATA_CONSTRUCT(GOACC_update, ACC_UPDATE)
 
 EXPORT void GOACC_wait(int async, int num_waits, ...)
 {
-    READ_WAITS(w, num_waits, num_waits);
+    READ_WAITS(w, num_waits);
     acc_data(ACC_WAIT, ~0, 0, NULL, NULL, NULL, async, &w);
 }
 

@@ -112,7 +112,13 @@ def pg_py_target(device, fn, n, packed, args):
     if _has_image(dev, fn):
         mapping.target(dev, fn, items, _launch.get(fn, (0, 0, 0)))
         return 1
-    dev = _runs_host_code(dev, fn)
+    if dev.target != "host":
+        if env.settings().target_offload == "mandatory":
+            raise devices.OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
+                                       "cannot be used for offloading")
+        env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
+                                  f"the target region at {fn:#x}: host fallback")
+        dev = devices.initial()
     region = mapping.begin(dev, items)
     ok = False
     try:
@@ -127,19 +133,6 @@ def pg_py_target(device, fn, n, packed, args):
 
 def _has_image(dev, fn):
     return bool(dev.loaded) and mapping.find_function(dev, fn) is not None
-
-
-def _runs_host_code(dev, fn):
-    """The device that runs a region's host code: ``dev`` if its plugin is the host's,
-    else the initial device (or an error under OMP_TARGET_OFFLOAD=mandatory)."""
-    if dev.target == "host":
-        return dev
-    if env.settings().target_offload == "mandatory":
-        raise devices.OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
-                                   "cannot be used for offloading")
-    env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
-                              f"the target region at {fn:#x}: host fallback")
-    return devices.initial()
 
 
 def pg_py_data(op, device, n, packed, hostaddrs):
@@ -397,7 +390,7 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
         acc.wait_list(async_, waits)
     items = [it for it in items if it.kind != kinds.FIRSTPRIVATE_INT]   # NULL: nothing
     if op == ACC_DECLARE:
-        _declare(dev, items)
+        acc.run(acc.async_sync, lambda: _declare(dev, items), dev)
         return 1
     if op == ACC_ENTER_EXIT:
         op = ACC_ENTER if _entering(items) else ACC_EXIT

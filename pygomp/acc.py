@@ -3,13 +3,11 @@ face (`pygomp.runtime.mapping` keeps both rule sets), for Python and for the C s
 
 Devices.  OpenACC names devices by type and number.  Here the types are:
 
-==================  ===  ==========================================================
-``device_host``       2  the initial device: the host itself, shared memory
-``device_host_nonshm``  3  the host plugin's devices: the CPU with memory of its own
-``device_not_host``   4  every offload device, numbered as pygomp numbers them
-``device_nvidia``     5  the CUDA plugin's devices
-``device_opencl``    16  the OpenCL plugin's devices (pygomp's own value)
-==================  ===  ==========================================================
+- ``device_host`` (2): the initial device, the host itself, shared memory;
+- ``device_host_nonshm`` (3): the host plugin's devices, the CPU with memory of its own;
+- ``device_not_host`` (4): every offload device, numbered as pygomp numbers them;
+- ``device_nvidia`` (5): the CUDA plugin's devices;
+- ``device_opencl`` (16, pygomp's own value): the OpenCL plugin's devices.
 
 ``ACC_DEVICE_TYPE`` (one of the names above without ``device_``, or ``cuda``) and
 ``ACC_DEVICE_NUM`` (a number within that type) choose the default; unset, the default
@@ -48,15 +46,11 @@ _NAMES = {v: k for k, v in reversed(TYPES.items())}
 _PLUGIN_TYPES = {"host": device_host_nonshm, "cuda": device_nvidia, "opencl": device_opencl}
 
 
-def _fail(message):
-    return MappingError(message)
-
-
 # -- devices ----------------------------------------------------------------------
 
 def _check_type(t):
     if t not in _NAMES:
-        raise _fail(f"unknown device type {t}")
+        raise MappingError(f"unknown device type {t}")
 
 
 def type_of(dev) -> int:
@@ -97,13 +91,13 @@ def _resolve(t, fail=True):
             t = TYPES.get(name.lower())
             if t is None or t in (device_none, device_default) or not _devices_of(t):
                 if fail:
-                    raise _fail(f"device type {name} not supported")
+                    raise MappingError(f"device type {name} not supported")
                 return None
         else:
             t = device_not_host if _devices_of(device_not_host) else device_host
     if not _devices_of(t):
         if fail:
-            raise _fail("no device found" if t == device_not_host else
+            raise MappingError("no device found" if t == device_not_host else
                         f"device type {_NAMES[t]} not supported")
         return None
     return t
@@ -119,7 +113,7 @@ _shutdowns = [0]         # acc_shutdown calls so far: threads choose their devic
 def _select(t, num):
     devs = _devices_of(t)
     if not 0 <= num < len(devs):
-        raise _fail(f"no devices of type {_NAMES[t]} available" if not devs else
+        raise MappingError(f"no devices of type {_NAMES[t]} available" if not devs else
                     f"device {num} out of range")
     dev = devs[num]
     dev.ensure_init()
@@ -208,7 +202,7 @@ def init(t=device_default) -> None:
         num = _selected.get("num", _environment()[1])
         devs = _devices_of(t)
         if 0 <= num < len(devs) and devs[num] in _active:
-            raise _fail("device already active")
+            raise MappingError("device already active")
         _selected["type"] = t
     _select(t, num)
 
@@ -219,7 +213,7 @@ def shutdown(t=device_default) -> None:
     with _lock:
         devs = [d for d in _devices_of(_resolve(t)) if d in _active]
     if not devs:
-        raise _fail("no device initialized")
+        raise MappingError("no device initialized")
     for dev in devs:
         _wait_queues(dev, list(_queues_of(dev)))
         if not dev.is_initial:
@@ -267,7 +261,7 @@ class _Queue:
 
 def _check_async(q):
     if q < async_sync:
-        raise _fail(f"invalid async-argument: {q}")
+        raise MappingError(f"invalid async-argument: {q}")
 
 
 def _queue(dev, q):
@@ -390,7 +384,7 @@ def wait_list(q, waits) -> None:
 def enter(h, size, kind, obj=None, q=async_sync) -> int:
     """acc_copyin / acc_create: the device address (the host's on the host)."""
     if not h or not size:
-        raise _fail(f"[{h:#x},+{size}] is a bad range")
+        raise MappingError(f"[{h:#x},+{size}] is a bad range")
     dev = current()
     if dev.is_initial:
         return h
@@ -452,7 +446,7 @@ def free(d) -> None:
         mapping.acc_check_free(dev, d)
     with _lock:
         if _allocated.pop((dev, d), None) is None:
-            raise _fail("error in freeing device memory in acc_free")
+            raise MappingError("error in freeing device memory in acc_free")
     dev.plugin.free(dev.local, d)
 
 
@@ -460,7 +454,7 @@ def map_data(h, d, size) -> None:
     dev = current()
     if dev.is_initial:
         if d != h:
-            raise _fail("cannot map data on shared-memory system")
+            raise MappingError("cannot map data on shared-memory system")
         return
     mapping.acc_map_data(dev, h, d, size)
 
@@ -479,13 +473,13 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
         return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
     d, h = (dst, src) if to_device else (src, dst)
     if d == h or not d or not h:
-        raise _fail("invalid host or device address" if d == h else
+        raise MappingError("invalid host or device address" if d == h else
                     "invalid device address" if not d else "invalid host address")
     with _lock:
         block = next(((a, n) for (x, a), n in _allocated.items()
                       if x is dev and a <= d < a + n), None)
     if block is not None and d + size > block[0] + block[1]:
-        raise _fail(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
+        raise MappingError(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
                     f"acc_malloc gave at {block[0]:#x}")
     copy = dev.plugin.host2dev if to_device else dev.plugin.dev2host
     run(q, lambda: mapping.later(copy, dev.local, dst, src, size), dev)

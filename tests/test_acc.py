@@ -199,14 +199,12 @@ def test_async_queues_keep_order(dev):
     a[:] = 1
     acc.update_device(a, async_=1)
     acc.wait_async(1, 2)                        # queue 2's later work comes after queue 1's
-    a2 = np.empty_like(a)
     acc.copyout(a, async_=2)
     acc.wait()
     np.testing.assert_array_equal(a, 1)
     assert not acc.is_present(a) or dev.is_initial
     with pytest.raises(mapping.MappingError, match="invalid async-argument: -7"):
         acc.wait(-7)
-    del a2
 
 
 def test_errors_of_async_operations(dev):

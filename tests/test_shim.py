@@ -44,7 +44,7 @@ def _opencl_devices() -> int:
 def _env(**extra):
     """The environment of a run: this one less OpenMP and pygomp settings, plus extra."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMP_", "PYGOMP_", "LD_PRELOAD"))}
+           if not k.startswith(("OMP_", "ACC_", "PYGOMP_", "LD_PRELOAD"))}
     env["PYGOMP_CACHE_DIR"] = os.environ["PYGOMP_CACHE_DIR"]
     env["PYGOMP_DEVICES"] = "host"
     env.update(extra)

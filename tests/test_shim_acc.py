@@ -18,23 +18,11 @@ import pytest
 
 from pygomp import shim
 
+from test_shim import _env, _fatal, _opencl_devices, _passed
+
 HERE = Path(__file__).parent / "c"
 PROGRAMS = ["acc_maps.c", "acc_routines.c", "acc_async.c", "acc_errors.c"]
 TIMEOUT = 180
-
-
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMP_", "ACC_", "PYGOMP_", "LD_PRELOAD"))}
-    env["PYGOMP_CACHE_DIR"] = os.environ["PYGOMP_CACHE_DIR"]
-    env["PYGOMP_DEVICES"] = "host"
-    env.update(extra)
-    return env
-
-
-def _opencl() -> bool:
-    from pygomp.runtime import devices
-    return any(d.plugin.name == "opencl" for d in devices.all_devices())
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +46,7 @@ def runs(tmp_path_factory):
     todo["acc_maps-initial"] = ([exes["acc_maps.c"]], _env(ACC_DEVICE_TYPE="host", **pre))
     todo["acc_maps-libgomp"] = ([exes["acc_maps.c"]], _env())
     todo["acc_routines-libgomp"] = ([exes["acc_routines.c"]], _env())
-    if _opencl():
+    if _opencl_devices():
         todo["acc_maps-opencl"] = ([exes["acc_maps.c"]],
                                    _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x10", **pre))
     for mode in ("present", "update", "outside", "unmap", "free", "attach", "async",
@@ -71,11 +59,6 @@ def runs(tmp_path_factory):
     with ThreadPoolExecutor(max_workers=len(todo)) as pool:
         futures = {name: pool.submit(run, *job) for name, job in todo.items()}
         return {name: f.result() for name, f in futures.items()}
-
-
-def _passed(done):
-    assert done.returncode == 0, f"exit status {done.returncode}\n{done.stdout}{done.stderr}"
-    assert "check failed" not in done.stderr
 
 
 @pytest.mark.parametrize("name", ["acc_maps", "acc_routines", "acc_async"])
@@ -109,12 +92,6 @@ def test_compute_regions_on_opencl_run_on_the_host_with_the_device_data(runs):
     assert "separate memory 1" in done.stdout
     assert re.search(r"device 0 \(opencl\) has no image of the compute region at 0x[0-9a-f]+: "
                      r"its host code runs on the host with the device's data", done.stderr)
-
-
-def _fatal(done, message):
-    """libgomp's gomp_fatal: '\\nlibgomp: ' + message on stderr, exit status 1."""
-    assert done.returncode == 1, f"exit status {done.returncode}\n{done.stdout}{done.stderr}"
-    assert re.search(r"^libgomp: .*" + message, done.stderr, re.M), done.stderr
 
 
 @pytest.mark.parametrize("mode, message", [
