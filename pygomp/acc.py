@@ -306,19 +306,23 @@ def enqueue(dev, q, fn, after=()) -> None:
 def run(q, fn, dev=None):
     """``fn()`` now (``q`` is async_sync), or with queue ``q`` of the current device: the
     map changes now, and the device work that ``fn``'s map operations make (copies,
-    launches, frees) is done by the queue, after its earlier work.  Device memory that
-    ``fn`` frees at once is freed after every queue of the device has finished (as
-    cuMemFree waits for the device): queued work may still use it."""
+    launches, frees) is done by the queue, after its earlier work.  Device memory is
+    freed only after the work queued so far on every queue of the device (as cuMemFree
+    waits for the device): that work may still use it."""
     _check_async(q)
     dev = dev or current()
     with mapping.deferred() as work:
         result = fn()
-    if q != async_sync:
-        enqueue(dev, q, lambda: mapping.do(work))
+    frees = [w for w in work if w[0] == dev.plugin.free]
+    if q == async_sync:
+        if frees:
+            _wait_queues(dev, _queues_of(dev))
+        mapping.do(work)
         return result
-    if any(f == dev.plugin.free for f, _, _ in work):
-        _wait_queues(dev, _queues_of(dev))
-    mapping.do(work)
+    rest = [w for w in work if w[0] != dev.plugin.free]
+    enqueue(dev, q, lambda: mapping.do(rest))
+    if frees:
+        enqueue(dev, q, lambda: mapping.do(frees), after=_queues_of(dev))
     return result
 
 
