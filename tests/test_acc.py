@@ -188,6 +188,42 @@ def test_kernel_finds_entered_data_present(dev):
     acc.delete(x)
 
 
+def test_repeated_kernel_calls_follow_acc_counts(dev):
+    """The same bound kernel called again (its prepared call) finds data entered with
+    acc.copyin present and copies nothing; after acc.delete(finalize=True) the next call
+    maps afresh, and after a new acc.copyin it uses the new device copy, not the old
+    address (whose memory another array now holds)."""
+    separate = not dev.is_initial
+    x, y = np.ones(512), np.zeros(512)
+    k = axpy_gwv.on(dev.number)
+    acc.copyin(x)
+    acc.copyin(x)                               # two dynamic references
+    acc.copyin(y)
+    x[:], y[:] = 5, -1                          # the host copies only
+    for _ in range(3):
+        k(x, y)
+    assert k.repeat.call.words is not None      # the prepared path ran
+    if separate:
+        assert (y == -1).all()                  # present: nothing copied back
+        np.testing.assert_array_equal(on_device(dev, y), 6.0)      # x's device copy: 1
+    acc.delete(x)                               # one reference left: still present
+    k(x, y)
+    acc.delete(x, finalize=True)
+    assert acc.is_present(x) != separate
+    k(x, y)                                     # absent: mapped, copied in, unmapped
+    assert acc.is_present(x) != separate
+    w = np.full(512, 100.0)
+    acc.copyin(w)                               # may take x's old device memory
+    x[:] = 3
+    acc.copyin(x)
+    k(x, y)
+    acc.copyout(x, finalize=True)
+    acc.copyout(y)
+    acc.delete(w)
+    np.testing.assert_array_equal(y, 2 * (4 * 1 + 5 + 3) if separate else -1 + 2 * 5 * 5 + 6)
+    np.testing.assert_array_equal(x, 3)
+
+
 def test_async_queues_keep_order(dev):
     a = np.arange(1000.0)
     p = acc.copyin(a, async_=3)
