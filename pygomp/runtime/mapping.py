@@ -803,7 +803,7 @@ def _detach_pointer(dev, e, ptr, finalize=False):
         raise _error(dev, f"no attachment counters for struct (pointer at {ptr:#x})")
     n = max(e.attached.get(off, 0), 1) if finalize else e.attached.get(off, 0)
     if n == 0:
-        raise _error(dev, f"attach count underflow (pointer at {ptr:#x})")
+        raise _error(dev, "attach count underflow")
     if finalize or n == 1:
         e.attached.pop(off, None)
         _write_pointer(dev, e.dev_start + off, _read_pointer(ptr))

@@ -103,9 +103,6 @@ KNOWN = {
     f"{OPENACC_SUITE}/mdc-refcount-3.c":
         "pygomp maps a struct's members together with one count (libgomp's OpenACC gives "
         "each member a count of its own): an exit data of one member leaves it present",
-    f"{OPENACC_SUITE}/structured-detach-underflow.c":
-        "pygomp's message adds the pointer's address after libgomp's 'attach count "
-        "underflow', where the test wants the line to end",
     f"{OPENACC_SUITE}/deep-copy-10.c":
         "regions on queues 0 and 1 copy the same arrays in and out with no wait between "
         "the queues; pygomp's queues run at once, so one copies in before the other has "
