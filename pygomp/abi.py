@@ -25,7 +25,7 @@ import json
 import re
 
 from . import acc, api
-from .runtime import devices, env, images, kinds, mapping
+from .runtime import accmap, devices, env, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -394,9 +394,10 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
         return 1
     if op == ACC_ENTER_EXIT:
         op = ACC_ENTER if _entering(items) else ACC_EXIT
-    job = {ACC_ENTER: mapping.enter_data, ACC_EXIT: mapping.exit_data,
-           ACC_UPDATE: mapping.update}[op]
-    acc.run(async_, lambda: job(dev, items, acc=True), dev)
+    job = {ACC_ENTER: lambda: mapping.enter_data(dev, items, acc=True),
+           ACC_EXIT: lambda: accmap.exit_data(dev, items),
+           ACC_UPDATE: lambda: accmap.update(dev, items)}[op]
+    acc.run(async_, job, dev)
     return 1
 
 
@@ -420,14 +421,14 @@ def _declare(dev, items):
     for it in items:
         k = kinds.base(it.kind)
         if k in (kinds.POINTER, kinds.TO_PSET, kinds.FORCE_DEVICEPTR) or (
-                k == kinds.ALLOC and mapping.acc_is_present(dev, it.addr, it.size)):
+                k == kinds.ALLOC and accmap.is_present(dev, it.addr, it.size)):
             continue
         if k in (kinds.ALLOC, kinds.FORCE_ALLOC, kinds.TO, kinds.FORCE_TO):
             mapping.enter_data(dev, [it], acc=True)
         elif k in (kinds.FROM, kinds.FORCE_FROM, kinds.RELEASE, kinds.DELETE):
-            mapping.exit_data(dev, [it], acc=True)
+            accmap.exit_data(dev, [it])
         elif k == kinds.FORCE_PRESENT:
-            if not mapping.acc_is_present(dev, it.addr, it.size):
+            if not accmap.is_present(dev, it.addr, it.size):
                 raise mapping.MappingError(f"[{it.addr:#x},{it.size}] is not mapped")
         else:
             raise mapping.MappingError(f"GOACC_declare: unhandled kind {k:#04x}")

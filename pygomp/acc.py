@@ -31,7 +31,7 @@ import threading
 from contextlib import contextmanager
 
 from .constructs import array_item
-from .runtime import devices, env, kinds, mapping, tasks
+from .runtime import accmap, devices, env, kinds, mapping, tasks
 from .runtime.mapping import Item, MappingError
 
 device_none, device_default, device_host, device_host_nonshm = 0, 1, 2, 3
@@ -393,14 +393,14 @@ def enter(h, size, kind, obj=None, q=async_sync) -> int:
     if dev.is_initial:
         return h
     run(q, lambda: mapping.enter_data(dev, [Item(h, size, kind, obj)], acc=True), dev)
-    return mapping.acc_device_address(dev, h)
+    return accmap.device_address(dev, h)
 
 
 def leave(h, size, kind, q=async_sync) -> None:
     """acc_copyout / acc_delete and their finalize forms (FORCE_FROM, DELETE)."""
     dev = current()
     if not dev.is_initial:
-        run(q, lambda: mapping.exit_data(dev, [Item(h, size, kind)], acc=True), dev)
+        run(q, lambda: accmap.exit_data(dev, [Item(h, size, kind)]), dev)
 
 
 def update(h, size, to_device, q=async_sync) -> None:
@@ -408,24 +408,24 @@ def update(h, size, to_device, q=async_sync) -> None:
     dev = current()
     if h and not dev.is_initial:
         kind = kinds.FORCE_TO if to_device else kinds.FORCE_FROM
-        run(q, lambda: mapping.update(dev, [Item(h, size, kind)], acc=True), dev)
+        run(q, lambda: accmap.update(dev, [Item(h, size, kind)]), dev)
 
 
 def present(h, size) -> bool:
     if not h or not size:
         return False
     dev = current()
-    return dev.is_initial or mapping.acc_is_present(dev, h, size)
+    return dev.is_initial or accmap.is_present(dev, h, size)
 
 
 def device_address(h) -> int:
     dev = current()
-    return h if dev.is_initial else mapping.acc_device_address(dev, h)
+    return h if dev.is_initial else accmap.device_address(dev, h)
 
 
 def host_address(d) -> int:
     dev = current()
-    return d if dev.is_initial else mapping.acc_host_address(dev, d)
+    return d if dev.is_initial else accmap.host_address(dev, d)
 
 
 _allocated = {}          # (device, address) -> size: what acc_malloc gave
@@ -447,7 +447,7 @@ def free(d) -> None:
         return
     dev = current()
     if not dev.is_initial:
-        mapping.acc_check_free(dev, d)
+        accmap.check_free(dev, d)
     with _lock:
         if _allocated.pop((dev, d), None) is None:
             raise MappingError("error in freeing device memory in acc_free")
@@ -460,13 +460,13 @@ def map_data(h, d, size) -> None:
         if d != h:
             raise MappingError("cannot map data on shared-memory system")
         return
-    mapping.acc_map_data(dev, h, d, size)
+    accmap.map_data(dev, h, d, size)
 
 
 def unmap_data(h) -> None:
     dev = current()
     if not dev.is_initial:
-        mapping.acc_unmap_data(dev, h)
+        accmap.unmap_data(dev, h)
 
 
 def memcpy(dst, src, size, to_device, q=async_sync) -> None:
@@ -492,13 +492,13 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
 def attach(ptr, q=async_sync) -> None:
     dev = current()
     if not dev.is_initial:
-        run(q, lambda: mapping.acc_attach(dev, ptr), dev)
+        run(q, lambda: accmap.attach(dev, ptr), dev)
 
 
 def detach(ptr, finalize=False, q=async_sync) -> None:
     dev = current()
     if not dev.is_initial:
-        run(q, lambda: mapping.acc_detach(dev, ptr, finalize), dev)
+        run(q, lambda: accmap.detach(dev, ptr, finalize), dev)
 
 
 # -- the Python face: numpy arrays ---------------------------------------------------

@@ -22,7 +22,8 @@ gomp_map_vars family, and its OpenACC routines).
   removed together.  Pointers attached in mapped memory (ATTACH) are never copied
   either way while attached.
 
-This module is the only one that reads or changes a device's map (``dev.map``) and the
+This module (with its OpenACC side, accmap.py: exit data, update and the acc_*
+routines) is the only one that reads or changes a device's map (``dev.map``) and the
 entries' reference counts: entries are born in `_birth` and die in `_death`, counts
 change in `_ref`.  The rest of the runtime and the faces call the functions below.
 """
@@ -437,18 +438,15 @@ _EXIT_KINDS = {kinds.DELETE, kinds.RELEASE, kinds.ZERO_LEN_ARRAY_SECTION,
 _ZERO_LEN_KINDS = {kinds.ZERO_LEN_ARRAY_SECTION, kinds.DELETE_ZERO_LEN_ARRAY_SECTION}
 
 
-def exit_data(dev, items, acc=False) -> None:
-    """``target exit data``: from / release / delete (with always, present), detach;
-    ``acc``: OpenACC's ``exit data`` (`_acc_exit_data`).
+def exit_data(dev, items) -> None:
+    """``target exit data``: from / release / delete (with always, present), detach
+    (OpenACC's exit data: `accmap.exit_data`).
 
     An item that overlaps an entry without being inside it releases that entry, and
     copies back only the part inside it (libgomp would copy the whole item)."""
     if dev.is_initial:
         return
     with dev.lock:
-        if acc:
-            _acc_exit_data(dev, items)
-            return
         for it in items:
             if kinds.base(it.kind) not in _EXIT_KINDS and not (
                     kinds.copies_from(it.kind) and not kinds.copies_to(it.kind)):
@@ -480,73 +478,12 @@ def exit_data(dev, items, acc=False) -> None:
         _release(dev, items, entries, True, zeroed)
 
 
-def _acc_exit_data(dev, items) -> None:
-    """OpenACC's exit data (and acc_copyout, acc_delete): detach first, then each item
-    in turn takes one dynamic reference away (FORCE_FROM and DELETE, the finalize forms:
-    all of them); an entry whose count reaches zero copies back what the construct's
-    FROM and FORCE_FROM items name in it, and goes.  Absent data is no error.  The items
-    are checked first."""
-    for it in items:
-        k = kinds.base(it.kind)
-        if k in _ACC_DETACH:
-            if dev.map.lookup(it.addr, it.addr + PTR) is None:
-                raise _error(dev, "struct not mapped for detach operation")
-        elif k in _ACC_EXIT:
-            _acc_exit_entry(dev, it)
-        elif k != kinds.STRUCT:
-            raise _error(dev, f">>>> goacc_exit_data_internal UNHANDLED kind {k:#04x}")
-    for it in items:
-        k = kinds.base(it.kind)
-        if k in _ACC_DETACH:
-            _detach_pointer(dev, dev.map.lookup(it.addr, it.addr + PTR), it.addr,
-                            finalize=k == kinds.FORCE_DETACH)
-    copies = {}       # owner -> the construct's copyouts in it (a struct's members)
-    for it in items:
-        k = kinds.base(it.kind)
-        e = _acc_exit_entry(dev, it) if k in _ACC_EXIT else None
-        if e is None or _owner(e).refcount == INFINITY:
-            continue
-        o = _owner(e)
-        if k in (kinds.FROM, kinds.FORCE_FROM):
-            copies.setdefault(o, []).append((e, it))
-        _ref(o, -o.dynamic_refcount if k in _ACC_FINALIZE else -(o.dynamic_refcount > 0),
-             dynamic=True)
-        if o.refcount == 0:
-            for m, c in copies.pop(o, ()):
-                _copy_from(dev, m, c.addr, c.size)
-            _release(dev, (), (), False, [o])
-
-
-_ACC_EXIT = {kinds.FROM, kinds.FORCE_FROM, kinds.DELETE, kinds.RELEASE, kinds.TO_PSET,
-             kinds.POINTER}
-_ACC_FINALIZE = {kinds.FORCE_FROM, kinds.DELETE}
-_ACC_DETACH = {kinds.DETACH, kinds.FORCE_DETACH}
-
-
-def _acc_exit_entry(dev, it):
-    """The entry an OpenACC exit item names, checked; None if absent."""
-    size = PTR if kinds.base(it.kind) == kinds.POINTER else it.size
-    e = dev.map.lookup(it.addr, it.addr + size)
-    if e is None:
-        return None
-    if it.addr < e.host_start or it.addr + size > e.host_end:
-        raise _error(dev, f"[{it.addr:#x},+{size}] outside mapped block "
-                          f"[{e.host_start:#x},+{e.host_end - e.host_start}]")
-    o = _owner(e)
-    if o.refcount != INFINITY and o.refcount < o.dynamic_refcount:
-        raise _error(dev, "Dynamic reference counting assert fail")
-    return e
-
-
-def update(dev, items, acc=False) -> None:
-    """``target update to(...) from(...)``: copy what is present; present asks for it.
-    ``acc``: OpenACC's ``update`` (`_acc_update`)."""
+def update(dev, items) -> None:
+    """``target update to(...) from(...)``: copy what is present; present asks for it
+    (OpenACC's update: `accmap.update`)."""
     if dev.is_initial:
         return
     with dev.lock:
-        if acc:
-            _acc_update(dev, items)
-            return
         for it in items:
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
@@ -560,41 +497,6 @@ def update(dev, items, acc=False) -> None:
                 _copy_to(dev, e, it.addr, it.size)
             if it.kind & kinds.FLAG_FROM:
                 _copy_from(dev, e, it.addr, it.size)
-
-
-def _acc_update(dev, items) -> None:
-    """OpenACC's update: ``device``/``self`` (FORCE_TO/FORCE_FROM) need the data
-    present; with ``if_present`` (TO/FROM) absent data is skipped.  Unlike OpenMP's,
-    it copies attached pointers too (libgomp's acc_update_device/self)."""
-    previous = None                     # the entry an update device just copied into
-    for it in items:
-        k = kinds.base(it.kind)
-        if k in (kinds.POINTER, kinds.TO_PSET):
-            continue
-        if k == kinds.ALWAYS_POINTER:   # the pointer gets the previous item's device address
-            e = dev.map.lookup(it.addr, it.addr + PTR)
-            if previous is not None and e is not None:
-                _write_pointer(dev, e.dev_start + (it.addr - e.host_start), previous)
-            previous = None
-            continue
-        if k not in (kinds.TO, kinds.FORCE_TO, kinds.FROM, kinds.FORCE_FROM):
-            raise _error(dev, f">>>> GOACC_update UNHANDLED kind {k:#04x}")
-        e = dev.map.lookup(it.addr, it.addr + it.size)
-        inside = e is not None and e.host_start <= it.addr and it.addr + it.size <= e.host_end
-        previous = None
-        if not inside and k in (kinds.TO, kinds.FROM):
-            continue
-        if e is None:
-            raise _error(dev, f"[{it.addr:#x},{it.size}] is not mapped")
-        if not inside:
-            raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
-                              f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
-        d = e.dev_start + (it.addr - e.host_start)      # all bytes, attached pointers too
-        if k & kinds.FLAG_TO:
-            later(dev.plugin.host2dev, dev.local, d, it.addr, it.size, keep=e)
-            previous = d
-        else:
-            later(dev.plugin.dev2host, dev.local, it.addr, d, it.size, keep=e)
 
 
 # -- the kinds GCC emits for pointers, struct members and use_device_ptr/addr ------
@@ -1115,92 +1017,3 @@ def release_all(dev) -> None:
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
                                  f"mapping(s) at exit:\n{table_dump(dev)}")
     remove_entries(dev, dict.fromkeys(_owner(e) for e in left))
-
-
-# -- OpenACC's data routines (acc_*) on a device with memory of its own -------------
-
-def acc_is_present(dev, addr: int, size: int) -> bool:
-    """acc_is_present: the whole of ``[addr, addr+size)`` lies in one entry."""
-    with dev.lock:
-        e = dev.map.lookup(addr, addr + size)
-        return e is not None and e.host_start <= addr and addr + size <= e.host_end
-
-
-def acc_device_address(dev, addr: int) -> int:
-    """acc_deviceptr: the device address of the mapped byte at ``addr``, else 0."""
-    with dev.lock:
-        e = dev.map.lookup(addr, addr + 1)
-        return 0 if e is None else e.dev_start + (addr - e.host_start)
-
-
-def _at_device_address(dev, d, size=1):
-    """The entry whose device memory overlaps ``[d, d+size)`` (a walk of the map)."""
-    for e in dev.map:
-        if e.dev_start < d + size and d < e.dev_start + max(e.host_end - e.host_start, 1):
-            return e
-    return None
-
-
-def acc_host_address(dev, d: int) -> int:
-    """acc_hostptr: the host address mapped to device address ``d``, else 0."""
-    with dev.lock:
-        e = _at_device_address(dev, d)
-        return 0 if e is None else e.host_start + (d - e.dev_start)
-
-
-def acc_check_free(dev, d: int) -> None:
-    """acc_free refuses device memory that a mapping still uses."""
-    with dev.lock:
-        e = _at_device_address(dev, d)
-        if e is not None:
-            raise _error(dev, f"refusing to free device memory space at {d:#x} that is "
-                              f"still mapped at [{e.host_start + (d - e.dev_start):#x},"
-                              f"+{e.host_end - e.host_start}]")
-
-
-def acc_map_data(dev, h: int, d: int, size: int) -> None:
-    """acc_map_data: ``[h, h+size)`` maps to the caller's device memory at ``d``, with an
-    infinite count, until acc_unmap_data."""
-    if not (h and d and size):
-        raise _error(dev, f"[{h:#x},+{size}]->[{d:#x},+{size}] is a bad map")
-    with dev.lock:
-        if dev.map.lookup(h, h + size) is not None:
-            raise _error(dev, f"host address [{h:#x}, +{size}] is already mapped")
-        if _at_device_address(dev, d, size) is not None:
-            raise _error(dev, f"device address [{d:#x}, +{size}] is already mapped")
-        _birth(dev, h, h + size, d, refcount=INFINITY, associated=True)
-
-
-def acc_unmap_data(dev, h: int) -> None:
-    """acc_unmap_data: remove a mapping that acc_map_data made at ``h``."""
-    with dev.lock:
-        e = dev.map.lookup(h, h + 1)
-        if e is None:
-            raise _error(dev, f"{h:#x} is not a mapped block")
-        size = e.host_end - e.host_start
-        if e.host_start != h:
-            raise _error(dev, f"[{e.host_start:#x},{size}] surrounds {h:#x}")
-        if e.refcount != INFINITY:
-            raise _error(dev, f"refusing to unmap block [{h:#x},+{size}] that has not "
-                              f"been mapped by 'acc_map_data'")
-        if not e.associated:
-            raise _error(dev, "cannot unmap target block")
-        _death(dev, e)
-
-
-def acc_attach(dev, ptr: int) -> None:
-    """acc_attach: attach the pointer at ``ptr`` (inside a mapped entry)."""
-    with dev.lock:
-        e = dev.map.lookup(ptr, ptr + PTR)
-        if e is None:
-            raise _error(dev, "struct not mapped for acc_attach")
-        _attach_pointer(dev, e, ptr)
-
-
-def acc_detach(dev, ptr: int, finalize=False) -> None:
-    """acc_detach(_finalize): one attach count less (finalize: none left)."""
-    with dev.lock:
-        e = dev.map.lookup(ptr, ptr + PTR)
-        if e is None:
-            raise _error(dev, "struct not mapped for acc_detach")
-        _detach_pointer(dev, e, ptr, finalize)
