@@ -18,7 +18,7 @@ import pytest
 from pygomp import (always, omp_get_mapped_ptr, omp_target_is_present, omp_target_memcpy,
                     present, target_data, target_enter_data, target_exit_data, target_update)
 from pygomp.constructs import array_item
-from pygomp.runtime import devices, images, kinds, mapping
+from pygomp.runtime import accmap, devices, images, kinds, mapping
 from pygomp.runtime.mapping import INFINITY, Item, MappingError
 from pygomp.runtime.plugin import PluginError
 
@@ -294,6 +294,28 @@ def test_count_incremented_once_per_construct(dev, plugin):
     assert count(dev, a) == 1
     target_exit_data(DEV, from_=(a, a[::1]), release=a)    # decremented once
     assert user_entries(dev) == []
+
+
+def test_openacc_struct_members_keep_counts_of_their_own(dev, plugin):
+    s = np.arange(4.0)                          # a struct of two members, s[:2] and s[2:]
+    a, b = Item(addr(s), 16, kinds.TO, s), Item(addr(s) + 16, 16, kinds.TO, s)
+
+    def struct(*members):
+        return [Item(members[0].addr, len(members), kinds.STRUCT), *members]
+    mapping.enter_data(dev, struct(a, b), acc=True)
+    mapping.enter_data(dev, struct(b), acc=True)
+    assert plugin.allocs == 1 and [e.dynamic_refcount for e in user_entries(dev)] == [1, 2]
+    s[:] = -1
+    accmap.exit_data(dev, [a._replace(kind=kinds.FROM)])   # a's last reference: a goes
+    assert not accmap.is_present(dev, a.addr, 16) and accmap.is_present(dev, b.addr, 16)
+    assert s.tolist() == [0, 1, -1, -1] and len(plugin.live) == 1   # b keeps the block
+    with pytest.raises(MappingError, match="weren't mapped together"):
+        mapping.enter_data(dev, struct(a, b), acc=True)    # a anew would need b's block
+    accmap.exit_data(dev, [b._replace(kind=kinds.FORCE_FROM)])     # finalize
+    assert s.tolist() == [0, 1, 2, 3] and user_entries(dev) == [] and plugin.live == {}
+    mapping.enter_data(dev, struct(a, b))       # OpenMP: one count, the members go together
+    mapping.exit_data(dev, [a._replace(kind=kinds.RELEASE)])
+    assert user_entries(dev) == [] and plugin.live == {}
 
 
 def test_every_kind_has_a_name():

@@ -19,7 +19,8 @@ gomp_map_vars family, and its OpenACC routines).
 - An error leaves the map as it was before the construct: no half-made entries.
 - The members of a mapped struct (GCC's GOMP_MAP_STRUCT) are entries of their own in
   one device allocation; they share the first member's reference count, and are
-  removed together.  Pointers attached in mapped memory (ATTACH) are never copied
+  removed together (OpenACC: each keeps counts of its own, the allocation goes with
+  the last of them).  Pointers attached in mapped memory (ATTACH) are never copied
   either way while attached.
 
 This module (with its OpenACC side, accmap.py: exit data, update and the acc_*
@@ -51,7 +52,7 @@ class MappingError(RuntimeError):
 
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
-                 "dynamic_refcount", "keepalive", "associated", "attached", "group")
+                 "dynamic_refcount", "keepalive", "associated", "attached", "group", "shared")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -65,6 +66,7 @@ class Entry:
         self.associated = associated    # made by omp_target_associate_ptr
         self.attached = None            # offset -> attach count of pointers in it
         self.group = None               # struct members: all of them, the owner first
+        self.shared = None              # OpenACC struct members: the `Shared` block
 
     def __repr__(self):
         o = _owner(self)
@@ -75,6 +77,20 @@ class Entry:
 def _owner(e):
     """The entry that holds ``e``'s reference counts (the first member of a struct)."""
     return e if e.group is None else e.group[0]
+
+
+class Shared:
+    """Device memory that the members of an OpenACC struct share while each keeps counts
+    of its own (libgomp's rule for OpenACC): freed when the last of them is removed."""
+    __slots__ = ("addr", "users")
+
+    def __init__(self, addr, users):
+        self.addr, self.users = addr, users
+
+
+def _block(e):
+    """What ``e``'s device memory belongs to: its shared block, or its owner."""
+    return _owner(e) if e.shared is None else e.shared
 
 
 def table_dump(dev) -> str:
@@ -300,6 +316,10 @@ def _death(dev, e) -> None:
         dev.map.remove(m)
     if e.alloc:
         later(dev.plugin.free, dev.local, e.alloc)
+    elif e.shared is not None:
+        e.shared.users -= 1
+        if e.shared.users == 0:
+            later(dev.plugin.free, dev.local, e.shared.addr)
 
 
 def _ref(e, n, dynamic=False) -> None:
@@ -553,7 +573,8 @@ def _map_struct(region, it, members):
     one device allocation from the first one's start to the last one's end; present
     ones must all be members of one mapped struct.  The word of the STRUCT item is the
     device address of the struct's base (which may lie before the allocation).  OpenACC's
-    present members (FORCE_PRESENT) need the struct mapped."""
+    present members (FORCE_PRESENT) need the struct mapped; its members keep counts of
+    their own (OpenMP's share the first one's)."""
     dev = region.dev
     present = [m for m in members if kinds.base(m.kind) == kinds.FORCE_PRESENT]
     members = [m._replace(kind=kinds.ALLOC) if kinds.base(m.kind) == kinds.FORCE_PRESENT
@@ -574,7 +595,7 @@ def _map_struct(region, it, members):
         group = []
         for m in members:
             e = dev.map.find(m.addr, m.addr + m.size)
-            if e is None or _owner(e) is not _owner(first):
+            if e is None or _block(e) is not _block(first):
                 raise _error(dev, f"Trying to map into device {_range(m.addr, m.size)} "
                                   f"structure element when other mapped elements from the "
                                   f"same structure weren't mapped together with it")
@@ -601,13 +622,18 @@ def _new_struct(region, members, lo, hi):
             _death(dev, done)
         dev.plugin.free(dev.local, block)
         raise
-    for e in group:
-        e.group = group
-    owner = group[0]
-    owner.alloc = block
-    region.created.append(owner)
-    for _ in members:                       # OpenACC enter data: a reference a member
-        _count(region, owner)
+    if region.acc:
+        shared = Shared(block, len(group))
+        for e in group:
+            e.shared = shared
+            region.created.append(e)
+            _count(region, e)
+    else:
+        for e in group:
+            e.group = group
+        group[0].alloc = block
+        region.created.append(group[0])
+        _count(region, group[0])
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped structure elements "
                                f"{_range(lo, hi - lo)} at {block:#x}")

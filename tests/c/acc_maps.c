@@ -119,6 +119,21 @@ static void attach_and_detach(void)
     CHECK(x[7] == 15);
 }
 
+static void struct_members_count_alone(void)
+{
+    struct { int a, b; } s = {1, 2};
+    #pragma acc enter data copyin(s.a, s.b)
+    #pragma acc enter data copyin(s.b)          /* s.b: two references, s.a: one */
+    s.a = s.b = 0;                              /* the host's copies only */
+    #pragma acc exit data copyout(s.a)
+    CHECK(acc_is_present(&s.b, sizeof s.b));
+    CHECK(acc_is_present(&s.a, sizeof s.a) == !separate && s.a == (separate ? 1 : 0));
+    #pragma acc exit data copyout(s.b)
+    CHECK(acc_is_present(&s.b, sizeof s.b) && s.b == 0);
+    #pragma acc exit data copyout(s.b)
+    CHECK(acc_is_present(&s.b, sizeof s.b) == !separate && s.b == (separate ? 2 : 0));
+}
+
 static void host_data_and_declare(void)
 {
     int a[N];
@@ -156,6 +171,7 @@ int main(void)
     present_no_create_deviceptr_firstprivate();
     dynamic_and_structured_counts();
     attach_and_detach();
+    struct_members_count_alone();
     host_data_and_declare();
     if_clause_runs_on_the_host();
     return failures();

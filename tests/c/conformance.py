@@ -97,12 +97,6 @@ KNOWN = {
         "acc_get_property is libgomp's (not among the shim's routines) and knows none of "
         "pygomp's devices",
     f"{OPENACC_SUITE}/gomp-debug-env.c": "GOMP_DEBUG's trace is libgomp's own",
-    f"{OPENACC_SUITE}/struct-1.c":
-        "pygomp maps a struct's members together with one count (libgomp's OpenACC gives "
-        "each member a count of its own): an exit data of one member leaves it present",
-    f"{OPENACC_SUITE}/mdc-refcount-3.c":
-        "pygomp maps a struct's members together with one count (libgomp's OpenACC gives "
-        "each member a count of its own): an exit data of one member leaves it present",
     f"{OPENACC_SUITE}/deep-copy-10.c":
         "regions on queues 0 and 1 copy the same arrays in and out with no wait between "
         "the queues; pygomp's queues run at once, so one copies in before the other has "
