@@ -90,6 +90,7 @@ acc_memcpy_to_device acc_memcpy_to_device_async acc_memcpy_from_device
 acc_memcpy_from_device_async acc_attach acc_attach_async acc_detach acc_detach_async
 acc_detach_finalize acc_detach_finalize_async acc_async_test acc_async_test_all acc_wait
 acc_async_wait acc_wait_all acc_async_wait_all acc_wait_async acc_wait_all_async
+acc_get_property acc_get_property_string
 """.split()
 
 INIT = f"""

@@ -857,7 +857,8 @@ enum {
     R_COPYOUT_FINALIZE, R_DELETE, R_DELETE_FINALIZE, R_UPDATE_DEVICE, R_UPDATE_SELF,
     R_IS_PRESENT, R_DEVICEPTR, R_HOSTPTR, R_MAP_DATA, R_UNMAP_DATA, R_MEMCPY_TO_DEVICE,
     R_MEMCPY_FROM_DEVICE, R_ATTACH, R_DETACH, R_DETACH_FINALIZE, R_ASYNC_TEST,
-    R_ASYNC_TEST_ALL, R_WAIT, R_WAIT_ALL, R_WAIT_ASYNC, R_WAIT_ALL_ASYNC
+    R_ASYNC_TEST_ALL, R_WAIT, R_WAIT_ALL, R_WAIT_ASYNC, R_WAIT_ALL_ASYNC, R_GET_PROPERTY,
+    R_GET_PROPERTY_STRING
 };
 
 static uint64_t acc_call(int routine, uint64_t a, uint64_t b, uint64_t c, int async)
@@ -879,6 +880,14 @@ EXPORT int acc_get_device_type(void) { return acc_call(R_GET_DEVICE_TYPE, 0, 0, 
 EXPORT void acc_set_device_num(int n, int d) { acc_call(R_SET_DEVICE_NUM, I(n), I(d), 0, SYNC); }
 EXPORT int acc_get_device_num(int d) { return acc_call(R_GET_DEVICE_NUM, I(d), 0, 0, SYNC); }
 EXPORT void acc_init(int d) { acc_call(R_INIT, I(d), 0, 0, SYNC); }
+EXPORT size_t acc_get_property(int n, int d, int p)
+{
+    return acc_call(R_GET_PROPERTY, I(n), I(d), I(p), SYNC);
+}
+EXPORT const char *acc_get_property_string(int n, int d, int p)
+{
+    return (const char *)acc_call(R_GET_PROPERTY_STRING, I(n), I(d), I(p), SYNC);
+}
 EXPORT void acc_shutdown(int d) { acc_call(R_SHUTDOWN, I(d), 0, 0, SYNC); }
 
 /* Code outside a compute region runs on the host; inside one, on its device (GCC

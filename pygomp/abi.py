@@ -473,7 +473,25 @@ _ACC = {    # routine -> fn(word, word, word, async queue); shim.c's enum, in th
     "wait_all": lambda a, b, c, q: acc.wait(),
     "wait_async": lambda a, b, c, q: acc.wait_async(_s(a), _s(b)),
     "wait_all_async": lambda a, b, c, q: acc.wait_async(None, _s(a)),
+    "get_property": lambda a, b, c, q: _number(acc.get_property(_s(a), _s(b), c)),
+    "get_property_string": lambda a, b, c, q: _string(acc.get_property(_s(a), _s(b), c)),
 }
+
+
+def _number(value) -> int:
+    return value if isinstance(value, int) else 0
+
+
+_strings = {}       # text -> its C string, kept while the process runs (C keeps the pointer)
+
+
+def _string(value) -> int:
+    """A C string of ``value`` that stays valid (NULL for no string)."""
+    if not isinstance(value, str):
+        return 0
+    if value not in _strings:
+        _strings[value] = ctypes.create_string_buffer(value.encode())
+    return ctypes.addressof(_strings[value])
 ACC_ROUTINES = tuple(_ACC)
 _ACC_BY_NUMBER = tuple(_ACC.values())
 

@@ -194,6 +194,29 @@ def get_device_num(t=device_default) -> int:
         return _selected.get("num", _environment()[1])
 
 
+property_memory, property_free_memory = 1, 2
+property_name, property_vendor, property_driver = 0x10001, 0x10002, 0x10003
+
+
+def get_property(num, t, prop):
+    """acc_get_property(_string): device ``num`` of type ``t``: its memory in bytes (0
+    where its plugin does not tell; free memory: 0, never known), or its name, vendor
+    (the plugin's platform, else pygomp) and driver (pygomp and the plugin); None for
+    another property.  The initial device answers as libgomp's host device does."""
+    from . import __version__
+    devs = _devices_of(_resolve(t))
+    if not 0 <= num < len(devs):
+        raise MappingError(f"device {num} out of range")
+    dev = devs[num]
+    if dev.is_initial:
+        known = (0, 0, "GOMP", "GNU", "1.0")
+    else:
+        known = (dev.info.memory, 0, f"{dev.info.name} ({dev.plugin.name} plugin)",
+                 dev.info.platform or "pygomp", f"pygomp {__version__}")
+    return dict(zip((property_memory, property_free_memory, property_name,
+                     property_vendor, property_driver), known)).get(prop)
+
+
 def init(t=device_default) -> None:
     """acc_init: initialize the device of type ``t`` and number ACC_DEVICE_NUM (or the
     number set), and make it this thread's."""

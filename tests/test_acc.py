@@ -291,6 +291,25 @@ def test_device_types_and_numbers():
     acc.set_device_num(0, acc.device_default)
 
 
+def test_device_properties():
+    """acc_get_property(_string): the initial device answers as libgomp's host does; an
+    offload device with its plugin's name and memory."""
+    get = acc.get_property
+    assert [get(0, acc.device_host, p) for p in (acc.property_memory, acc.property_vendor,
+                                                 acc.property_name, acc.property_driver)
+            ] == [0, "GNU", "GOMP", "1.0"]
+    for i, d in enumerate(devices.all_devices()[:-1]):
+        assert get(i, acc.device_not_host, acc.property_memory) == d.info.memory
+        assert get(i, acc.device_not_host, acc.property_free_memory) == 0
+        assert get(i, acc.device_not_host, acc.property_name) == \
+            f"{d.info.name} ({d.plugin.name} plugin)"
+        assert get(i, acc.device_not_host, acc.property_driver) == f"pygomp {omp.__version__}"
+        assert get(i, acc.device_not_host, 16058) is None
+    n = acc.get_num_devices(acc.device_not_host)
+    with pytest.raises(mapping.MappingError, match=f"device {n} out of range"):
+        get(n, acc.device_not_host, acc.property_name)
+
+
 def _python(code, **environ):
     e = {k: v for k, v in os.environ.items() if not k.startswith(("ACC_", "PYGOMP_DEV"))}
     e.update(environ)

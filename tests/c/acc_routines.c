@@ -18,6 +18,11 @@ static void devices(void)
     CHECK(acc_get_num_devices(acc_device_nvidia) == 0);
     CHECK(acc_get_device_num(acc_device_not_host) == 0);
     CHECK(acc_on_device(acc_device_host) && !acc_on_device(acc_device_not_host));
+    CHECK(!strcmp(acc_get_property_string(0, acc_device_host, acc_property_vendor), "GNU"));
+    CHECK(!strncmp(acc_get_property_string(0, acc_device_not_host, acc_property_name),
+                   "host (host plugin)", 18));
+    CHECK(acc_get_property_string(0, acc_device_not_host, (acc_device_property_t)-5) == 0);
+    CHECK(acc_get_property(0, acc_device_not_host, acc_property_name) == 0);
     int in_region[3] = {0, 0, 0};
     int (*volatile on)(acc_device_t) = acc_on_device;   /* not the builtin: the library's */
     #pragma acc parallel copyout(in_region)

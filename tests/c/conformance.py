@@ -93,9 +93,6 @@ KNOWN = {
         "subset-subarray-mappings-2", "pr92848-1-d-a", "pr92848-1-d-p", "pr92848-1-r-a",
         "pr92848-1-r-p", "subset-subarray-mappings-1-d-a", "subset-subarray-mappings-1-d-p",
         "subset-subarray-mappings-1-r-a", "subset-subarray-mappings-1-r-p")},
-    f"{OPENACC_SUITE}/acc_get_property.c":
-        "acc_get_property is libgomp's (not among the shim's routines) and knows none of "
-        "pygomp's devices",
     f"{OPENACC_SUITE}/gomp-debug-env.c": "GOMP_DEBUG's trace is libgomp's own",
     f"{OPENACC_SUITE}/deep-copy-10.c":
         "regions on queues 0 and 1 copy the same arrays in and out with no wait between "
