@@ -59,7 +59,15 @@ def k_listcomp(x):
 def k_race(x):
     t = 0.0
     for i in omp.parallel_range(x.shape[0]):
-        t = x[i]  # MARK
+        t += x[i]  # MARK
+
+
+def k_private_read_after(x):
+    t = 0.0
+    for i in omp.parallel_range(x.shape[0]):  # MARK
+        t = x[i] * 2
+        x[i] = t
+    x[0] = t
 
 
 def k_float_to_int(x, n: int):
@@ -146,7 +154,8 @@ def k_for_list(x):
 BAD = [
     (k_try, [F64], "try is not supported in kernels"),
     (k_listcomp, [F64], "list comprehension"),
-    (k_race, [F64], "races"),
+    (k_race, [F64], "'t' is read before this iteration of the parallel loop at line"),
+    (k_private_read_after, [F64], "it is read after the loop"),
     (k_float_to_int, [F64, T.INT64], "cannot assign a float64 value to 'n' of type int64"),
     (k_undefined, [F64], "name 'nothere' is not defined"),
     (k_rank, [F64], "1-d and gets 2 indices"),
@@ -183,7 +192,7 @@ def test_compile_error_is_public():
 def test_compile_error_through_the_decorator():
     from pygomp.runtime import devices
     k = omp.target(k_race)
-    with pytest.raises(CompileError, match="races"):
+    with pytest.raises(CompileError, match="another iteration"):
         k.on(devices.all_devices()[-1].number)(np.zeros(3))
 
 

@@ -79,13 +79,14 @@ def test_forbidden_conversions_name_the_python_line():
         t = omp.shared_array(4, np.float64)
         return t
 
-    def stores_shared(out):
+    def rebinds_shared(out):
         t = omp.shared_array(4, np.float64)
         u = t
         out[0] = u[0]
+        u = out
 
     for f, what in ((returns_shared, "may return only a scalar"),
-                    (stores_shared, "cannot be assigned")):
+                    (rebinds_shared, "'u' already denotes another array")):
         k = omp.target(f)
         with pytest.raises(CompileError, match=what) as info:
             k.source(np.zeros(4), target="opencl")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers
 
 LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
@@ -38,17 +38,8 @@ _BITS = {"int32": ("unsigned int", "(unsigned int)", "(int)"),
 
 
 def _preamble(fn):
-    out = ["#include <cooperative_groups.h>", "#include <math.h>", ""]
-    for t in T.SCALARS.values():
-        c = _TYPES[t.name]
-        out.append(f"__device__ __forceinline__ {c} pyg_min_{t.name}({c} a, {c} b) "
-                   f"{{ return b < a ? b : a; }}")
-        out.append(f"__device__ __forceinline__ {c} pyg_max_{t.name}({c} a, {c} b) "
-                   f"{{ return b > a ? b : a; }}")
-        if t.is_signed:
-            out.append(f"__device__ __forceinline__ {c} pyg_abs_{t.name}({c} a) "
-                       f"{{ return a < 0 ? -a : a; }}")
-    return "\n".join(out) + "\n"
+    return ("#include <cooperative_groups.h>\n#include <math.h>\n\n"
+            + arith_helpers("__device__ __forceinline__", lambda t: _TYPES[t.name], "f"))
 
 
 class CudaDialect(Dialect):
@@ -154,9 +145,10 @@ class CudaDialect(Dialect):
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
         with em.indent():
-            for name, d in zip(trips, loop.dims):
-                em.line(f"const long long {name} = {em.trip(d)};")
-            em.line(f"const long long tot{u} = {' * '.join(trips)};")
+            lines, count = em.counts(loop, trips)
+            for text in lines:
+                em.line(text)
+            em.line(f"const long long tot{u} = {count};")
             em.line(f"const long long P{u} = {P}, per{u} = (tot{u} + P{u} - 1) / P{u};")
             outer = em.state["part"]
             em.state["part"] = outer + levels

@@ -15,23 +15,16 @@ nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.
 from __future__ import annotations
 
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect
+from pygomp.compiler.emit import Dialect, arith_helpers, rectangular
 
 _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", "^": "^",
             "and": "&&", "or": "||"}
-_FLOAT_FN32 = {"abs": "fabsf"}
-_INT_TYPES = [T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16, T.UINT32, T.UINT64]
 
 
 def _preamble():
     out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
            "#include <math.h>", "#include <omp.h>", ""]
-    for t in _INT_TYPES + [T.FLOAT32, T.FLOAT64, T.BOOL]:
-        n, c = t.name, t.c
-        out.append(f"static inline {c} pyg_min_{n}({c} a, {c} b) {{ return b < a ? b : a; }}")
-        out.append(f"static inline {c} pyg_max_{n}({c} a, {c} b) {{ return b > a ? b : a; }}")
-        if t.is_int and t.is_signed:
-            out.append(f"static inline {c} pyg_abs_{n}({c} a) {{ return a < 0 ? -a : a; }}")
+    out.append(arith_helpers("static inline", lambda t: t.c, "f"))
     out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
                "    int64_t m = omp_get_max_threads();\n"
@@ -92,9 +85,9 @@ class HostDialect(Dialect):
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
         with em.indent():
-            for name, d in zip(trips, loop.dims):
-                em.line(f"const int64_t {name} = {em.trip(d)};")
-            total = " * ".join(trips)
+            lines, total = em.counts(loop, trips)
+            for text in lines:
+                em.line(text)
             for c in loop.setup:
                 em.stmt(c)
             if threaded:
@@ -129,9 +122,15 @@ class HostDialect(Dialect):
 
     def _iterate(self, em, loop, simd, lo, hi, trips):
         k = f"k{em.uid()}_"
+        pragma = ""
         if simd:
             reds = " ".join(f"reduction({_OMP_RED[r.op]}:{r.local})" for r in loop.reductions)
-            em.line(f"#pragma omp simd {reds}".rstrip())
+            pragma = f"#pragma omp simd {reds}".rstrip()
+        if not rectangular(loop):
+            em.rows(loop, lo, hi, lambda: (em.decls(loop.decls), em.stmts(loop.body)), pragma)
+            return
+        if pragma:
+            em.line(pragma)
         em.line(f"for (int64_t {k} = {lo}; {k} < {hi}; ++{k}) {{")
         with em.indent():
             for s in em.dim_values(loop, k, trips):

@@ -16,6 +16,7 @@ reduction loop keeps LANES interleaved copies so the compiler can vectorize it.
 from __future__ import annotations
 
 from pygomp.compiler import ir
+from pygomp.compiler.emit import rectangular
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
@@ -43,15 +44,15 @@ class LoopLowering:
             self.barrier(em)                     # what the redundant code stored
         em.line("{")
         with em.indent():
-            for name, d in zip(trips, loop.dims):
-                trip = em.trip(d)
-                em.line(f"const long {name} = {f'{outer_active} ? {trip} : 0' if outer_active else trip};")
+            lines, count = em.counts(loop, trips, outer_active)
+            for text in lines:
+                em.line(text)
             for c in loop.setup + loop.init:
                 em.stmt(c)
             p = _flat(lv, ID)
             n = _flat(lv, COUNT)
             tot, P = f"pyg_tot{u}", f"pyg_P{u}"
-            total = f"(pyg_g < pyg_G ? {' * '.join(trips)} : 0)"   # a dead gang: no work
+            total = f"(pyg_g < pyg_G ? {count} : 0)"   # a dead gang: no work
             em.line(f"const long {tot} = {total}, {P} = {n};")
             em.line("#ifdef PYGOMP_DEVICE_CPU")
             em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
@@ -73,16 +74,22 @@ class LoopLowering:
                     self._body(em, loop, k, trips, act)
                 em.line("}")
             else:
-                lanes = "vector" in lv and loop.reductions
+                rect = rectangular(loop)
+                lanes = "vector" in lv and loop.reductions and rect
                 if lanes:
                     em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
                     self._lanes(em, loop, u, k, trips)
+                    em.line("#else")
+                if not rect:                     # a contiguous block: row by row
+                    em.line("#ifdef PYGOMP_DEVICE_CPU")
+                    em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
+                            lambda: (em.decls(loop.decls), em.stmts(loop.body)))
                     em.line("#else")
                 em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
                 with em.indent():
                     self._body(em, loop, k, trips, None)
                 em.line("}")
-                if lanes:
+                if lanes or not rect:
                     em.line("#endif")
             st["part"] = outer_part
             if loop.fini:
@@ -136,15 +143,34 @@ class LoopLowering:
         if act is None:
             em.stmts(loop.body)
         else:
-            for s in loop.body:
-                if _has_sync([s]):
-                    em.stmt(s)
-                else:
-                    em.line(f"if ({act}) {{")
-                    with em.indent():
-                        em.stmt(s)
-                    em.line("}")
+            self._guarded(em, loop.body, act)
         st["active"] = saved
+
+    def _guarded(self, em, stmts, act):
+        """Statements run by every work-item of a uniform loop, doing work only where
+        ``act``: a statement without barriers is skipped, one with barriers (nested
+        loops) runs empty, and an ``if`` around barriers is predicated so that every
+        work-item reaches them."""
+        st = em.state
+        for s in stmts:
+            if not _has_sync([s]):
+                em.line(f"if ({act}) {{")
+                with em.indent():
+                    em.stmt(s)
+                em.line("}")
+            elif isinstance(s, ir.If):
+                em.at(s.line)
+                c = f"pyg_c{em.uid()}"
+                em.line(f"const int {c} = ({act}) && ({em.expr(s.cond)});")
+                self._guarded(em, s.body, c)
+                if s.orelse:
+                    e = f"pyg_c{em.uid()}"
+                    em.line(f"const int {e} = ({act}) && !{c};")
+                    self._guarded(em, s.orelse, e)
+            else:
+                saved, st["active"] = st["active"], act
+                em.stmt(s)
+                st["active"] = saved
 
     # -- reductions ------------------------------------------------------------------
     def reduction(self, em, call):

@@ -21,7 +21,7 @@ import math
 
 from pygomp.compiler import addrspace, ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, word_kinds
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -47,16 +47,8 @@ def _preamble():
            "#ifdef cl_khr_fp64", "#pragma OPENCL EXTENSION cl_khr_fp64 : enable", "#endif",
            "#ifdef cl_khr_int64_base_atomics",
            "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable", "#endif", ""]
-    for name, c in C_TYPES.items():
-        guard = name == "float64"
-        if guard:
-            out.append("#ifdef cl_khr_fp64")
-        out.append(f"inline {c} pyg_min_{name}({c} a, {c} b) {{ return b < a ? b : a; }}")
-        out.append(f"inline {c} pyg_max_{name}({c} a, {c} b) {{ return b > a ? b : a; }}")
-        if name.startswith("int"):
-            out.append(f"inline {c} pyg_abs_{name}({c} a) {{ return a < 0 ? -a : a; }}")
-        if guard:
-            out.append("#endif")
+    out.append(arith_helpers("inline", lambda t: C_TYPES[t.name], "", lambda t: (
+        ("#ifdef cl_khr_fp64", "#endif") if t == T.FLOAT64 else ("", ""))))
     for sp, q in (("g", "__global"), ("l", "__local")):
         out.append(f"inline void pyg_atomic_add_float32_{sp}(volatile {q} float *p, float v)\n"
                    f"{{ union {{ uint u; float f; }} o, n;\n"

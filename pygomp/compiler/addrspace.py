@@ -41,6 +41,8 @@ def signatures(kernel: ir.Function) -> dict:
 
 
 def _space_of(e):
+    if isinstance(e, ir.View):
+        return e.array.type.space
     if isinstance(e, ir.ArrayRef) and isinstance(e.type, Array):
         return e.type.space
     return "private"

@@ -35,7 +35,8 @@ for _np, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("log2", "log2
     MATH[getattr(np, _np)] = (_n, "f")
 for _np in ("isnan", "isinf", "isfinite"):
     MATH[getattr(np, _np)] = (_np, "b")
-MINMAX = {builtins.min: "min", builtins.max: "max", np.minimum: "min", np.maximum: "max"}
+MINMAX = {builtins.min: "min", builtins.max: "max",       # Python's: the first NaN wins
+          np.minimum: "minimum", np.maximum: "maximum"}   # numpy's: any NaN wins
 ABS = (builtins.abs, np.abs, np.absolute)
 
 
@@ -64,7 +65,7 @@ class Calls:
         if obj is builtins.len:
             self.no_args(node, 1)
             a = self.expr(node.args[0])
-            if not isinstance(a, ir.ArrayRef):
+            if not isinstance(a, (ir.ArrayRef, ir.View)):
                 raise self.error(node, "len() takes an array")
             return self.shape(a, 0)
         args = [self.expr(a) for a in node.args]
@@ -84,9 +85,9 @@ class Calls:
                                   type=T.BOOL)
             return ir.Cast(args[0], type=t)
         if obj in MINMAX:
-            if len(args) < 2:
-                raise self.error(node, f"{ast.unparse(node.func)}() needs at least two "
-                                       f"scalars in a kernel")
+            if len(args) < 2 or (len(args) > 2 and obj not in (builtins.min, builtins.max)):
+                raise self.error(node, f"{ast.unparse(node.func)}() takes two scalars "
+                                       f"(min and max: two or more) in a kernel")
             out = args[0]
             for b in args[1:]:
                 t = _result_type(out, b)
@@ -126,10 +127,7 @@ class Calls:
         types_ = []
         for a in args:
             if isinstance(a.type, T.Array):
-                if not isinstance(a, ir.ArrayRef):
-                    raise self.error(node, "array arguments must be array names")
-                types_.append(a.type if a.type.space == "global" else
-                              T.Array(a.type.elem, a.type.ndim, a.type.space, a.type.shape))
+                types_.append(a.type)
             else:
                 types_.append(a.type)
         key = (helper, tuple(types_))

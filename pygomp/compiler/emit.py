@@ -57,16 +57,16 @@ class Dialect:
     float32_suffix = "f"    # C and CUDA name float32 math with an f; OpenCL C overloads
 
     def call(self, name: str, t: T.Scalar, args: list[str]) -> str:
-        """A math call by generic name (sqrt, pow, min, max, abs, isnan, ...); ``t`` is the
+        """A math call by generic name (sqrt, pow, min, floordiv, isnan, ...); ``t`` is the
         type of the arguments (the result type, except for isnan/isinf/isfinite).  The
-        preamble defines pyg_min_T, pyg_max_T and, for signed integers, pyg_abs_T."""
+        preamble defines the functions of `arith_helpers` (names in ARITH)."""
         f = self.float32_suffix if t == T.FLOAT32 else ""
-        if name in ("min", "max"):
-            return f"pyg_{name}_{t.name}({', '.join(args)})"
         if name == "abs":
             if t.is_float:
                 return f"fabs{f}({args[0]})"
             return f"pyg_abs_{t.name}({args[0]})" if t.is_signed else args[0]
+        if name in ARITH:
+            return f"pyg_{name}_{t.name}({', '.join(args)})"
         if name in ("isnan", "isinf", "isfinite"):
             return f"({name}({args[0]}) != 0)"
         if name == "gamma":
@@ -144,6 +144,77 @@ class Unit:
     fn: ir.Function = field(repr=False, default=None)
     dialect: Dialect = field(repr=False, default=None)
     kernels: tuple = ()         # (KernelInfo,)
+
+
+ARITH = ("min", "max", "minimum", "maximum", "abs", "floordiv", "mod", "shl", "shr", "ipow")
+
+
+def arith_helpers(qual: str, type_name, f32_suffix: str, guard=None) -> str:
+    """The C text of the functions that give kernels Python's and numpy's arithmetic,
+    for every scalar type T (``qual`` opens each definition, e.g. "static inline"):
+
+    - pyg_min_T, pyg_max_T: Python's min/max of two (the first wins ties and NaN);
+      pyg_minimum_T, pyg_maximum_T: numpy's (a NaN wins);
+    - pyg_abs_T (signed integers);
+    - pyg_floordiv_T, pyg_mod_T: floor division and the remainder with the divisor's
+      sign; integers: x // 0 == x % 0 == 0, MIN // -1 == MIN, nothing traps; floats:
+      numpy's floor_divide and remainder (inf and nan where numpy gives them);
+    - pyg_shl_T, pyg_shr_T (integers): numpy's shifts, whose count may be out of range;
+    - pyg_ipow_T (integers): a ** b by squaring, wrapping; a negative b gives the
+      integer part of the real result.
+
+    ``guard(t)`` may return (line before, line after) around a type's functions."""
+    out = []
+    for t in T.SCALARS.values():
+        c, n = type_name(t), t.name
+        pre, post = guard(t) if guard else ("", "")
+        if pre:
+            out.append(pre)
+
+        def fn(name, params, body):
+            out.append(f"{qual} {c} pyg_{name}_{n}({params}) {{ {body} }}")
+
+        ab = f"{c} a, {c} b"
+        fn("min", ab, "return b < a ? b : a;")
+        fn("max", ab, "return b > a ? b : a;")
+        if t.is_float:
+            fn("minimum", ab, "return (a < b || a != a) ? a : b;")
+            fn("maximum", ab, "return (a > b || a != a) ? a : b;")
+            f = f32_suffix if t == T.FLOAT32 else ""
+            fn("mod", ab, f"{c} r = fmod{f}(a, b); if (b == 0) return r; "
+                          f"if (r == 0) return copysign{f}(({c})0, b); "
+                          f"return ((r < 0) != (b < 0)) ? r + b : r;")
+            fn("floordiv", ab, f"if (b == 0) return a / b; {c} r = fmod{f}(a, b); "
+                               f"{c} d = (a - r) / b; if (r != 0 && (r < 0) != (b < 0)) d -= 1; "
+                               f"if (d == 0) return copysign{f}(({c})0, a / b); "
+                               f"{c} q = floor{f}(d); return d - q > ({c})0.5 ? q + 1 : q;")
+        else:
+            fn("minimum", ab, "return b < a ? b : a;")
+            fn("maximum", ab, "return b > a ? b : a;")
+        if t.is_int:
+            bits = 8 * t.size
+            u = type_name(T.SCALARS["u" + n] if t.is_signed else t)
+            if t.is_signed:
+                fn("abs", f"{c} a", "return a < 0 ? -a : a;")
+                fn("floordiv", ab, f"if (b == 0) return 0; if (b == -1) return ({c})(({u})0 - ({u})a); "
+                                   f"{c} q = a / b, r = a % b; "
+                                   f"return (r != 0 && (r < 0) != (b < 0)) ? q - 1 : q;")
+                fn("mod", ab, f"if (b == 0 || b == -1) return 0; {c} r = a % b; "
+                              f"return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;")
+                fn("shr", ab, f"return ({u})b < {bits} ? a >> b : (a < 0 ? -1 : 0);")
+            else:
+                fn("floordiv", ab, "return b == 0 ? 0 : a / b;")
+                fn("mod", ab, "return b == 0 ? 0 : a % b;")
+                fn("shr", ab, f"return ({u})b < {bits} ? a >> b : 0;")
+            fn("shl", ab, f"return ({u})b < {bits} ? ({c})(({u})a << b) : 0;")
+            neg = (f"if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; "
+                   if t.is_signed else "")
+            w = u if t.size >= 4 else type_name(T.UINT32)     # no promotion to int
+            fn("ipow", ab, f"{neg}{w} r = 1, x = ({u})a; "
+                           f"while (b) {{ if (b & 1) r *= x; x *= x; b >>= 1; }} return ({c})r;")
+        if post:
+            out.append(post)
+    return "\n".join(out) + "\n"
 
 
 def arg_words(fn: ir.Function):
@@ -330,15 +401,17 @@ class Emitter:
         self.line("{")
         with self.indent():
             self.line(f"const {i64} __stop{u} = {stop};")
+            i = f"__i{u}"                # the variable keeps the last value, as in Python
             if isinstance(s.step, ir.Const):
-                cmp = f"{s.var} < __stop{u}" if s.step.value > 0 else f"{s.var} > __stop{u}"
-                inc = f"{s.var} += {step}"
+                cmp = f"{i} < __stop{u}" if s.step.value > 0 else f"{i} > __stop{u}"
+                inc = f"{i} += {step}"
             else:
                 self.line(f"const {i64} __step{u} = {step};")
-                cmp = f"(__step{u} > 0 ? {s.var} < __stop{u} : {s.var} > __stop{u})"
-                inc = f"{s.var} += __step{u}"
-            self.line(f"for ({s.var} = {self.expr(s.start)}; {cmp}; {inc}) {{")
+                cmp = f"(__step{u} > 0 ? {i} < __stop{u} : {i} > __stop{u})"
+                inc = f"{i} += __step{u}"
+            self.line(f"for ({i64} {i} = {self.expr(s.start)}; {cmp}; {inc}) {{")
             with self.indent():
+                self.line(f"{s.var} = {i};")
                 self.stmts(s.body)
             self.line("}")
         self.line("}")
@@ -389,12 +462,47 @@ class Emitter:
         return (f"({step} > 0 ? ({stop} > {start} ? ({stop} - {start} + {step} - 1) / {step} : 0)"
                 f" : ({stop} < {start} ? ({start} - {stop} - {step} - 1) / (-{step}) : 0))")
 
+    def counts(self, loop: ir.ParLoop, names: list[str], guard: str | None = None):
+        """(C statements, total): the statements set ``names[k]`` to the trip count of
+        dimension k (only ``names[0]``, to the whole count, for a non-rectangular loop:
+        one whose inner bounds use outer loop variables); ``total`` is the number of
+        iterations.  With ``guard``, the counts are 0 where the guard is false."""
+        i64 = self.type(T.INT64)
+        if rectangular(loop):
+            g = f"{guard} ? " if guard else ""
+            return ([f"const {i64} {n} = {g}{self.trip(d)}{' : 0' if guard else ''};"
+                     for n, d in zip(names, loop.dims)], " * ".join(names))
+        u = self.uid()
+        out = [f"{i64} {names[0]} = 0;", f"if ({guard or 1}) {{"]
+        for k, d in enumerate(loop.dims[:-1]):
+            t = f"__t{u}_{k}"
+            out.append(f"for ({i64} {t} = 0; {t} < {self.trip(d)}; ++{t}) {{")
+            out.append(f"const {i64} {d.var} = {self._at(d, t)};")
+        out.append(f"{names[0]} += {self.trip(loop.dims[-1])};")
+        out += ["}"] * len(loop.dims)
+        return out, names[0]
+
     def dim_values(self, loop: ir.ParLoop, k: str, trips: list[str]) -> list[str]:
         """C statements that set each loop variable from the flat iteration number ``k``
-        (``trips`` are the names holding each dimension's trip count)."""
+        (``trips`` are the names `counts` set).  A non-rectangular loop walks its rows
+        from the start: dialects iterate contiguous blocks with `rows` instead."""
         i64 = self.type(T.INT64)
         out = []
         dims = loop.dims
+        if not rectangular(loop):
+            u = self.uid()
+            r, f = f"__r{u}", f"__f{u}"
+            out += [f"{i64} {d.var} = 0;" for d in dims]
+            out.append(f"{{ {i64} {r} = {k}; int {f} = 0;")
+            for j, d in enumerate(dims[:-1]):
+                t = f"__t{u}_{j}"
+                out.append(f"for ({i64} {t} = 0; {t} < {self.trip(d)} && !{f}; ++{t}) {{")
+                out.append(f"{d.var} = {self._at(d, t)};")
+            last = dims[-1]
+            out.append(f"if ({r} < {self.trip(last)}) {{ {last.var} = {self._at(last, r)}; "
+                       f"{f} = 1; }} else {r} -= {self.trip(last)};")
+            out += ["}"] * len(dims)
+            return out
         if len(dims) == 1:
             return [f"const {i64} {dims[0].var} = {self._at(dims[0], k)};"]
         rem = f"__rem{self.uid()}"
@@ -406,6 +514,42 @@ class Emitter:
             if j:
                 out.append(f"{rem} /= {trips[j]};")
         return out
+
+    def rows(self, loop: ir.ParLoop, lo: str, hi: str, body, pragma: str = "") -> None:
+        """Iterate the flat iterations [lo, hi) of a non-rectangular loop row by row: the
+        outer dimensions as loops that skip the rows before ``lo``, the innermost as a
+        plain counted loop (after ``pragma``, e.g. a simd one) around ``body()``, which
+        emits the iteration with every loop variable defined."""
+        i64 = self.type(T.INT64)
+        u = self.uid()
+        skip, left = f"__s{u}", f"__n{u}"
+        dims = loop.dims
+        self.line("{")
+        with self.indent():
+            self.line(f"{i64} {skip} = {lo}, {left} = {hi} - {lo};")
+            for j, d in enumerate(dims[:-1]):
+                t = f"__t{u}_{j}"
+                self.line(f"for ({i64} {t} = 0; {t} < {self.trip(d)} && {left} > 0; ++{t}) {{")
+                self.depth += 1
+                self.line(f"const {i64} {d.var} = {self._at(d, t)};")
+            last = dims[-1]
+            m, b, e = f"__m{u}", f"__b{u}", f"__e{u}"
+            self.line(f"const {i64} {m} = {self.trip(last)};")
+            self.line(f"if ({skip} >= {m}) {{ {skip} -= {m}; continue; }}")
+            self.line(f"const {i64} {b} = {skip}, {e} = {m} - {b} < {left} ? {m} : {b} + {left};")
+            self.line(f"{skip} = 0; {left} -= {e} - {b};")
+            if pragma:
+                self.line(pragma)
+            t = f"__t{u}_{len(dims) - 1}"
+            self.line(f"for ({i64} {t} = {b}; {t} < {e}; ++{t}) {{")
+            with self.indent():
+                self.line(f"const {i64} {last.var} = {self._at(last, t)};")
+                body()
+            self.line("}")
+            for _ in dims[:-1]:
+                self.depth -= 1
+                self.line("}")
+        self.line("}")
 
     def _at(self, d, k):
         start, step = d.start, d.step
@@ -481,9 +625,22 @@ class Emitter:
                 args.append(a.name)
                 if not a.type.shape:
                     args += [f"{a.name}__s{k}" for k in range(a.type.ndim)]
+            elif isinstance(a, ir.View):           # the address of its first element
+                root, p = a.array, len(a.prefix)
+                zeros = [ir.Const(0, type=T.INT64)] * (root.type.ndim - p)
+                args.append(f"&{self.e_Index(ir.Index(root, a.prefix + zeros))}")
+                if not root.type.shape:
+                    args += [f"{root.name}__s{k}" for k in range(p, root.type.ndim)]
             else:
                 args.append(self.expr(a))
         return f"{e.fn.name}({', '.join(args)})"
+
+
+def rectangular(loop: ir.ParLoop) -> bool:
+    """Whether no bound of a (collapsed) loop's dimension uses an outer loop variable."""
+    outer = {d.var for d in loop.dims[:-1]}
+    return not any(isinstance(n, ir.Var) and n.name in outer
+                   for d in loop.dims[1:] for e in (d.start, d.stop, d.step) for n in ir.walk(e))
 
 
 def emit(fn: ir.Function, dialect: Dialect) -> Unit:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 
 import numpy as np
 
@@ -18,6 +19,7 @@ _STATIC_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
                ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
                ast.Pow: lambda a, b: a ** b if 0 <= b < 128 else None,
                ast.LShift: lambda a, b: a << b if 0 <= b < 128 else None}
+_CALLED = {"//": "floordiv", "%": "mod", "<<": "shl", ">>": "shr"}   # see emit.arith_helpers
 _CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
@@ -100,8 +102,7 @@ class Expressions:
     def expr_Name(self, node):
         name = node.id
         if name in self.arrays:
-            c, t = self.arrays[name]
-            return ir.ArrayRef(c, type=t)
+            return copy.deepcopy(self.arrays[name])
         found = self.resolve(name)
         if found is not None:
             return ir.Var(found[0], type=self.vtypes[name])
@@ -123,14 +124,14 @@ class Expressions:
                                f"a kernel")
 
     def expr_Attribute(self, node):
-        if isinstance(node.value, ast.Name) and node.value.id in self.arrays:
-            c, t = self.arrays[node.value.id]
+        arr = self.array_of(node.value)
+        if arr is not None:
             if node.attr == "ndim":
-                return _i(t.ndim)
+                return _i(arr.type.ndim)
             if node.attr == "size":
                 out = None
-                for k in range(t.ndim):
-                    d = self.shape(ir.ArrayRef(c, type=t), k)
+                for k in range(arr.type.ndim):
+                    d = self.shape(arr, k)
                     out = d if out is None else ir.BinOp("*", out, d, type=T.INT64)
                 return out
             raise self.error(node, f"array attribute .{node.attr}: use .shape[k], .size or "
@@ -140,47 +141,108 @@ class Expressions:
             raise self.error(node, f"{ast.unparse(node)} is not supported in kernels")
         return self.global_value(v, ast.unparse(node), node)
 
-    def shape(self, ref, k):
-        if ref.type.shape:
-            return _i(ref.type.shape[k])
-        return ir.Shape(ref, k, type=T.INT64)
+    def shape(self, arr, k):
+        """Extent k of an array or view, as an int64 expression."""
+        root, p = (arr.array, len(arr.prefix)) if isinstance(arr, ir.View) else (arr, 0)
+        if root.type.shape:
+            return _i(root.type.shape[k + p])
+        return ir.Shape(copy.deepcopy(root), k + p, type=T.INT64)
+
+    def array_of(self, node):
+        """The array (an ArrayRef, or a View for a partial index) ``node`` denotes, or
+        None when it is not an array."""
+        if isinstance(node, ast.Name):
+            a = self.arrays.get(node.id)
+            return None if a is None else copy.deepcopy(a)
+        if isinstance(node, ast.Subscript) and not _is_shape(node.value):
+            base = self.array_of(node.value)
+            if base is not None:
+                r = self.subscript(node.value, _indices(node), node)
+                return r if isinstance(r, ir.View) else None
+        return None
 
     def expr_Subscript(self, node):
         v = node.value
-        if (isinstance(v, ast.Attribute) and v.attr == "shape" and isinstance(v.value, ast.Name)
-                and v.value.id in self.arrays):
-            c, t = self.arrays[v.value.id]
-            k = self.static(node.slice)
-            if not isinstance(k, int) or not -t.ndim <= k < t.ndim:
-                raise self.error(node, f"{ast.unparse(node)}: the index of .shape must be a "
-                                       f"constant in range for a {t.ndim}-d array")
-            return self.shape(ir.ArrayRef(c, type=t), k % t.ndim)
-        idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return self.subscript(v, idx, node)
+        if _is_shape(v):
+            arr = self.array_of(v.value)
+            if arr is not None:
+                nd = arr.type.ndim
+                k = self.static(node.slice)
+                if not isinstance(k, int) or not -nd <= k < nd:
+                    raise self.error(node, f"{ast.unparse(node)}: the index of .shape must "
+                                           f"be a constant in range for a {nd}-d array")
+                return self.shape(arr, k % nd)
+        return self.subscript(v, _indices(node), node)
 
     def subscript(self, arr_node, idx_nodes, node):
-        if not (isinstance(arr_node, ast.Name) and arr_node.id in self.arrays):
+        """``arr_node[idx...]``: an element (Index), or a View when indices are left."""
+        arr = self.array_of(arr_node)
+        if arr is None:
             if isinstance(arr_node, ast.Name) and not self.is_local(arr_node.id) \
                     and isinstance(self.static(arr_node), np.ndarray):
                 raise self.error(node, f"global array {arr_node.id!r}: pass arrays to a "
                                        f"kernel as arguments")
             raise self.error(node, f"{ast.unparse(arr_node)} is not an array")
-        c, t = self.arrays[arr_node.id]
-        ref = ir.ArrayRef(c, type=t)
+        root, prefix = (arr.array, arr.prefix) if isinstance(arr, ir.View) else (arr, [])
+        t = root.type
         if any(isinstance(i, ast.Slice) for i in idx_nodes):
             raise self.error(node, "slices are not supported in kernels; index every "
                                    "dimension and loop")
-        if len(idx_nodes) != t.ndim:
-            raise self.error(node, f"{arr_node.id} is {t.ndim}-d and gets {len(idx_nodes)} "
-                                   f"indices: index every dimension")
-        out = []
-        for k, i in enumerate(idx_nodes):
+        if len(prefix) + len(idx_nodes) > t.ndim:
+            raise self.error(node, f"{ast.unparse(arr_node)} is {t.ndim - len(prefix)}-d "
+                                   f"and gets {len(idx_nodes)} indices")
+        out = list(prefix)
+        for i in idx_nodes:
+            k = len(out)
             lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
             if isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
-                out.append(ir.BinOp("+", self.shape(ref, k), _i(lit), type=T.INT64))
-            else:
-                out.append(self.int_expr(i))
-        return ir.Index(ref, out, type=t.elem)
+                out.append(ir.BinOp("+", self.shape(root, k), _i(lit), type=T.INT64))
+                continue
+            e = self.int_expr(i)
+            lo = self.lower_bound(e)
+            if lo is None or lo < 0:          # numpy: a negative index counts from the end
+                e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
+                              ir.BinOp("+", copy.deepcopy(e), self.shape(root, k), type=T.INT64),
+                              copy.deepcopy(e), type=T.INT64)
+            out.append(e)
+        if len(out) == t.ndim:
+            return ir.Index(root, out, type=t.elem)
+        rest = T.Array(t.elem, t.ndim - len(out), t.space, t.shape[len(out):])
+        return ir.View(root, out, type=rest)
+
+    def lower_bound(self, e):
+        """A lower bound of an int64 index expression, or None when unknown."""
+        if isinstance(e, ir.Const):
+            return int(e.value)
+        if isinstance(e, (ir.Shape, ir.Builtin)):
+            return 0
+        if isinstance(e.type, T.Scalar) and (e.type.is_bool or e.type.name.startswith("u")):
+            return 0
+        if isinstance(e, ir.Var):
+            return self.bounds.get(e.name)
+        if isinstance(e, ir.Cast) and e.operand.type.is_int:
+            lo = self.lower_bound(e.operand)
+            return lo if lo is not None and lo >= 0 else None
+        if isinstance(e, ir.BinOp) and e.op in "+-*":
+            a = self.lower_bound(e.left)
+            if e.op == "-":
+                return a - e.right.value if a is not None and isinstance(e.right, ir.Const) \
+                    else None
+            b = self.lower_bound(e.right)
+            if a is None or b is None:
+                return None
+            return a + b if e.op == "+" else (a * b if a >= 0 and b >= 0 else None)
+        if isinstance(e, ir.Call) and e.fn in ("floordiv", "mod") \
+                and isinstance(e.args[1], ir.Const) and e.args[1].value > 0:
+            a = self.lower_bound(e.args[0])
+            return 0 if e.fn == "mod" else (a // e.args[1].value if a is not None else None)
+        if isinstance(e, ir.Call) and e.fn in ("min", "max", "minimum", "maximum"):
+            a, b = self.lower_bound(e.args[0]), self.lower_bound(e.args[1])
+            if "min" in e.fn:
+                return None if a is None or b is None else min(a, b)
+            return max(x for x in (a, b, -1) if x is not None) if (a, b) != (None, None) \
+                else None
+        return None
 
     def expr_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
@@ -203,14 +265,15 @@ class Expressions:
                 t = T.INT64
         elif t.is_bool:
             t = T.INT64
+        ca, cb = self.convert(a, t, node), self.convert(b, t, node)
         if op == "/":
             if not t.is_float:
                 t = T.FLOAT64
             return ir.BinOp("/", self.convert(a, t, node), self.convert(b, t, node),
                             type=t, weak=weak)
-        if op == "**":
-            if isinstance(b, ir.Const) and isinstance(b.value, int) and 0 <= b.value <= 4 \
-                    and not isinstance(b.value, bool):
+        if op == "**":          # small literal powers multiply (exactly pow's for floats)
+            if isinstance(b, ir.Const) and isinstance(b.value, int) and not isinstance(
+                    b.value, bool) and 0 <= b.value <= (2 if t.is_float else 4):
                 ta = a.type if not a.weak else t
                 if ta.is_bool:
                     ta = T.INT64
@@ -219,17 +282,12 @@ class Expressions:
                     out = self.convert(a, ta, node) if out is None else \
                         ir.BinOp("*", out, self.convert(a, ta, node), type=ta)
                 return self.convert(out, ta, node) if b.value == 0 else out
-            if not t.is_float:
-                t = T.FLOAT64
-            return ir.Call("pow", [self.convert(a, t, node), self.convert(b, t, node)], type=t)
-        if op == "//" and t.is_float:
-            q = ir.BinOp("/", self.convert(a, t, node), self.convert(b, t, node), type=t)
-            return ir.Call("floor", [q], type=t)
-        if op == "%" and t.is_float:
-            return ir.Call("fmod", [self.convert(a, t, node), self.convert(b, t, node)], type=t)
-        cop = "/" if op == "//" else op
-        return ir.BinOp(cop, self.convert(a, t, node), self.convert(b, t, node), type=t,
-                        weak=weak)
+            if t.is_int:
+                return ir.Call("ipow", [ca, cb], type=t, weak=weak)
+            return ir.Call("pow", [ca, cb], type=t)
+        if op in _CALLED:
+            return ir.Call(_CALLED[op], [ca, cb], type=t, weak=weak)
+        return ir.BinOp(op, ca, cb, type=t, weak=weak)
 
     def expr_UnaryOp(self, node):
         v = self.expr(node.operand)
@@ -290,6 +348,14 @@ class Expressions:
                 return ir.Cast(v, type=t)
             return ir.Const(float(v.value) if t.is_float else int(v.value), type=t)
         return ir.Cast(v, type=t)
+
+
+def _indices(node):
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _is_shape(node):
+    return isinstance(node, ast.Attribute) and node.attr == "shape"
 
 
 def _result_type(a, b):

@@ -2,22 +2,25 @@
 
 Anything else is a `CompileError` naming the construct, with the file, line and source.
 
-Semantics that differ from Python (they are C's, as on every device):
-- integers have fixed width: int64 (Python ints), int32, ...; overflow wraps around;
-- ``a // b`` and ``a % b`` on integers truncate toward zero (C), so ``-7 // 2 == -3`` and
-  ``-7 % 2 == -1``; on floats ``//`` is ``floor(a / b)`` and ``%`` is C's ``fmod``;
-- ``a / b`` on integers is a float64 division, as in Python; ``a ** k`` stays an integer
-  only for a literal ``k`` of 0 to 4, otherwise it is computed in floating point (pow);
-- ``and``/``or``/``not`` give a bool; indices are not bounds-checked and a negative index
-  counts from the end only when it is a literal (``a[-1]``);
-- a variable keeps one type: the widest one assigned to it (``s = 0`` then ``s += x[i]``
-  with float64 ``x`` makes ``s`` float64); a loop variable is int64, and after a ``range``
-  loop it holds the stop value rather than the last one;
+A kernel computes what the same function computes run by Python on numpy arrays (with
+numpy scalars): ``//`` and ``%`` floor (the remainder takes the divisor's sign), integer
+division or modulo by zero gives 0 and ``MIN // -1`` gives MIN (nothing traps), float
+division gives numpy's inf and nan, shifts and ``**`` are numpy's, a negative index counts
+from the end, a ``range`` loop's variable keeps its last value.  The differences:
+- integers have fixed width (Python ints are int64 in kernels) and overflow wraps around,
+  as numpy's do, where Python's own ints would grow;
+- what Python reports as an error is not checked: an index out of range, a negative
+  integer power (it gives the integer part of the result);
+- a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
+  with float64 ``x`` makes ``s`` float64 from the start);
 - global scalars (module constants) are read once, when the kernel is compiled.
 
-Variables first assigned inside a parallel loop are private to one iteration; assigning a
-variable of an enclosing scope inside a parallel loop is an error unless it appears in the
-loop's ``reduction=`` or ``private=`` clause.
+Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
+belongs to one iteration (and is undefined after the loop); an enclosing scalar that the
+loop assigns is private to each iteration when every iteration assigns it before reading
+it (it must then not be read after the loop, where Python would see the last value), and
+an error that suggests ``reduction=`` or ``private=`` when an iteration may read it
+first.  Read-only enclosing variables are shared.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import textwrap
 import numpy as np
 
 from ..errors import CompileError
-from . import ir
+from . import ir, scoping
 from . import types as T
 from .calls import MATH, Calls
 from .expressions import _UNSET, Expressions
@@ -120,7 +123,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def _build_once(self):
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
-        self.arrays = {}            # python name -> (C name, Array type) visible now
+        self.arrays = {}            # python name -> its ArrayRef or View, visible now
+        self.bounds = {}            # C name of a loop variable -> its lower bound in the loop
         self.seqvars = []           # loop variables of the enclosing range loops
         self.levels = []            # levels of enclosing parallel loops
         self.rid = 0
@@ -137,11 +141,12 @@ class Frontend(Statements, Loops, Expressions, Calls):
             c = self.cname(a.arg)
             params.append((c, t))
             if isinstance(t, T.Array):
-                self.arrays[a.arg] = (c, t)
+                self.arrays[a.arg] = ir.ArrayRef(c, type=t)
             else:
                 self.scopes[0].names[a.arg] = c
                 self.vtypes[a.arg] = t
         self.params = {a.arg for a in self.node.args.args}
+        self.live_after = scoping.live_after(self.node.body)
         body = self.block(self.node.body)
         ret = self.ret or T.VOID
         fn = ir.Function(self.name, self.fn.__qualname__, params, body, ret,

@@ -42,6 +42,14 @@ class Index(Expr):
 
 
 @dataclass
+class View(Expr):
+    """A sub-array (``A[i]`` of a 2-d A): ``array`` with its first indices fixed to
+    ``prefix``; its type is the Array of the remaining dimensions."""
+    array: ArrayRef
+    prefix: list
+
+
+@dataclass
 class Shape(Expr):
     array: ArrayRef
     dim: int

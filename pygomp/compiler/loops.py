@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from . import ir, lang
+from . import ir, lang, scoping
 from . import types as T
 from .expressions import _UNSET, _i
 from .reductions import OPS, local_name
@@ -23,6 +23,8 @@ class Scope:
         self.reductions = {}        # python name -> C name of this loop's local copy
         self.decls = []             # [(C name, type)]
         self.loopvars = set()
+        self.bound = set()          # array names created or bound here
+        self.inferred = set()       # enclosing scalars made private by Python's scoping
 
 
 class Loops:
@@ -65,19 +67,25 @@ class Loops:
         if self.vtypes.get(name) not in (None, T.INT64):
             raise self.error(s, f"loop variable {name!r} was used as {self.vtypes[name]}")
         self.vtypes[name] = T.INT64
-        found = self.resolve(name)
-        if found is not None and found[1] is not self.scopes[-1]:
-            raise self.error(s, f"loop variable {name!r} belongs to an enclosing scope: "
-                                f"inside a parallel loop use a new name")
         cname = self.define(name, s)
         self.seqvars.append(name)
         self.loopdepth += 1
+        saved = self.bounds.get(cname)
+        self.bounds[cname] = self.loop_bound(start, stop, step)
         try:
             body = self.block(s.body)
         finally:
             self.loopdepth -= 1
             self.seqvars.pop()
+            self.bounds[cname] = saved
         return ir.For(cname, start, stop, step, body)
+
+    def loop_bound(self, start, stop, step):
+        """The lower bound of a loop variable inside its loop (None: unknown)."""
+        if isinstance(step, ir.Const):
+            lo = self.lower_bound(start if step.value > 0 else stop)
+            return lo if lo is None or step.value > 0 else lo + 1
+        return None
 
     def par_for(self, s, levels):
         what = ast.unparse(s.iter.func)
@@ -89,6 +97,57 @@ class Loops:
             if LEVELS.index(levels[0]) <= inner:
                 raise self.error(s, f"a {levels[0]} loop cannot nest inside a "
                                     f"{self.levels[-1]} loop (order: gang, worker, vector)")
+        kw = self.clauses(s)
+        dims_ast, body_ast = self.collapsed(s, kw.get("collapse", 1))
+        loop = ir.ParLoop(levels, [], [], line=self.line(s))
+        scope = Scope(loop, self.line(s))
+        first = self.range_args(s.iter, what)
+        self.scopes.append(scope)
+        saved_bounds = dict(self.bounds)
+        try:
+            for k, (target, call) in enumerate(dims_ast):
+                # an inner dimension's bounds may use the outer loop variables (OpenMP 5.0)
+                if not isinstance(target, ast.Name):
+                    raise self.error(s, "the loop variable must be a plain name")
+                start, stop, step = self.range_args(call, what) if k else first
+                c = self.cname(target.id)
+                loop.dims.append(ir.Dim(c, start, stop, step))
+                scope.names[target.id] = c
+                scope.loopvars.add(target.id)
+                self.vtypes[target.id] = T.INT64
+                self.bounds[c] = self.loop_bound(start, stop, step)
+            self.loop_clauses(s, kw, loop, scope)
+            self.privatize(s, body_ast, kw, scope)
+            saved_depth, self.loopdepth = self.loopdepth, 0
+            saved_seq, self.seqvars = self.seqvars, []
+            self.levels.extend(levels)
+            try:
+                loop.body = self.block(body_ast)
+            finally:
+                del self.levels[-len(levels):]
+                self.loopdepth, self.seqvars = saved_depth, saved_seq
+        finally:
+            self.scopes.pop()
+            self.bounds = saved_bounds
+        for name in scope.names:
+            if name not in scope.loopvars and self.resolve(name) is None:
+                self.gone[name] = scope.line
+        for name in scope.bound:
+            del self.arrays[name]
+            self.gone[name] = scope.line
+        live = self.live_after.get(id(s), set())
+        for name in sorted(scope.inferred & live):
+            raise self.error(s, f"{name!r} is private to this parallel loop (each iteration "
+                                f"assigns it before reading it), but it is read after the "
+                                f"loop, where Python would see the last iteration's value: "
+                                f"assign it again after the loop, or use another name inside")
+        loop.decls = [(c, t if t is not None else self.vtypes.get(_py(c)))
+                      for c, t in scope.decls]
+        loop.body = guard_continue(loop.body, loop)
+        loop.has_sync = any(isinstance(n, (ir.AtomicAdd, ir.Barrier)) for n in ir.walk(loop.body))
+        return loop
+
+    def clauses(self, s):
         kw = {}
         for k in s.iter.keywords:
             if k.arg not in ("reduction", "private", "collapse"):
@@ -97,9 +156,11 @@ class Loops:
             kw[k.arg] = self.static(k.value)
             if kw[k.arg] is _UNSET:
                 raise self.error(s, f"{k.arg}= must be a constant")
-        dims_ast = [(s.target, s.iter)]
-        body_ast = s.body
-        collapse = kw.get("collapse", 1)
+        return kw
+
+    def collapsed(self, s, collapse):
+        """[(target, range call)] of the loops a collapse= merges, and the inner body."""
+        dims_ast, body_ast = [(s.target, s.iter)], s.body
         if not isinstance(collapse, int) or collapse < 1:
             raise self.error(s, "collapse= must be a positive integer")
         for _ in range(collapse - 1):
@@ -108,26 +169,13 @@ class Loops:
                     or self.callee(body_ast[0].iter.func) is not builtins.range):
                 raise self.error(s, f"collapse={collapse} needs {collapse} perfectly nested "
                                     f"loops: the inner ones `for j in range(...)`")
-            inner = body_ast[0]
-            used = {n.id for n in ast.walk(inner.iter) if isinstance(n, ast.Name)}
-            outer_vars = {t.id for t, _ in dims_ast if isinstance(t, ast.Name)}
-            if used & outer_vars:
-                raise self.error(inner, "a collapsed loop's bounds must not depend on the "
-                                        "outer loop variables")
-            dims_ast.append((inner.target, inner.iter))
-            body_ast = inner.body
-        dims = []
-        for target, call in dims_ast:
-            if not isinstance(target, ast.Name):
-                raise self.error(s, "the loop variable must be a plain name")
-            start, stop, step = self.range_args(call, what)
-            dims.append(ir.Dim(self.cname(target.id), start, stop, step))
-        loop = ir.ParLoop(levels, dims, [], line=self.line(s))
-        scope = Scope(loop, self.line(s))
-        for target, _ in dims_ast:
-            scope.names[target.id] = self.cname(target.id)
-            scope.loopvars.add(target.id)
-            self.vtypes[target.id] = T.INT64
+            dims_ast.append((body_ast[0].target, body_ast[0].iter))
+            body_ast = body_ast[0].body
+        return dims_ast, body_ast
+
+    def loop_clauses(self, s, kw, loop, scope):
+        """private= and reduction=: the loop's own copies of enclosing variables."""
+        levels = loop.levels
         for name in _names(kw.get("private"), s, self, "private"):
             found = self.resolve(name)
             if found is None or name not in self.vtypes:
@@ -145,42 +193,93 @@ class Loops:
             local = local_name(found[0], self.rid, levels[-1])
             scope.reductions[name] = local
             loop.reductions.append(ir.Reduction(op, found[0], local, t, self.rid))
-        saved_depth, self.loopdepth = self.loopdepth, 0
-        saved_seq, self.seqvars = self.seqvars, []
-        self.scopes.append(scope)
-        self.levels.extend(levels)
-        try:
-            loop.body = self.block(body_ast)
-        finally:
-            self.scopes.pop()
-            del self.levels[-len(levels):]
-            self.loopdepth, self.seqvars = saved_depth, saved_seq
-        for name in scope.names:
-            if name not in scope.loopvars and self.resolve(name) is None:
-                self.gone[name] = scope.line
-        for name, (c, t) in list(self.arrays.items()):
-            if (c, t) in scope.decls:
-                del self.arrays[name]
-                self.gone[name] = scope.line
-        loop.decls = [(c, t if t is not None else self.vtypes.get(_py(c)))
-                      for c, t in scope.decls]
-        loop.has_sync = any(isinstance(n, (ir.AtomicAdd, ir.Barrier)) for n in ir.walk(loop.body))
-        return loop
+
+    def privatize(self, s, body_ast, kw, scope):
+        """Python's scoping: an enclosing scalar that every iteration assigns before it
+        reads it becomes private to the iteration; one read first is an error."""
+        clause = set(scope.names) | set(scope.reductions)
+        cands = {n for n in scoping.assigned(body_ast, self.is_par_loop)
+                 if n not in clause and n not in self.arrays and self.resolve(n) is not None}
+        if not cands:
+            return
+        carried = scoping.exposed_reads(body_ast, clause, self.is_par_loop, self.clause_names)
+        for name in sorted(cands, key=lambda n: carried.get(n, 0)):
+            if name in carried:
+                raise self.error(ast.Pass(lineno=carried[name]), f"{name!r} is read before "
+                                 f"this iteration of the parallel loop at line {scope.line} "
+                                 f"assigns it, so its value would come from another "
+                                 f"iteration: combine it with reduction= (e.g. "
+                                 f"reduction=\"+:{name}\"), or give each iteration its own "
+                                 f"copy with private=\"{name}\"")
+            c = self.resolve(name)[0]
+            scope.names[name] = c
+            scope.decls.append((c, self.vtypes.get(name)))
+            scope.inferred.add(name)
+
+    def is_par_loop(self, node):
+        return isinstance(node.iter, ast.Call) and self.callee(node.iter.func) in lang.LOOPS
+
+    def clause_names(self, node):
+        """(loop variables, private names, reduction names) of a nested parallel loop."""
+        kw = self.clauses(node)
+        dims, _ = self.collapsed(node, kw.get("collapse", 1))
+        loopvars = {t.id for t, _ in dims if isinstance(t, ast.Name)}
+        return (loopvars, set(_names(kw.get("private"), node, self, "private")),
+                {n for _, n in self.parse_reduction(kw.get("reduction"), node)})
 
     def parse_reduction(self, spec, node):
         if spec is None:
             return []
         if not isinstance(spec, str):
             raise self.error(node, 'reduction= must be a string like "+:s" or "max:m,n"')
-        out = []
-        for group in filter(None, (g.strip() for g in spec.split(";"))):
-            op, sep, names = group.partition(":")
-            op = op.strip()
-            if not sep or op not in OPS:
-                raise self.error(node, f"bad reduction {group!r}: write OP:VAR[,VAR] with OP "
-                                       f"one of {' '.join(OPS)}")
-            out += [(op, n) for n in _names(names, node, self, "reduction")]
+        out, op = [], None
+        for item in filter(None, (x.strip() for x in spec.replace(";", ",").split(","))):
+            if ":" in item:                  # "op:name" starts a group; "name" goes on one
+                op, _, item = (x.strip() for x in item.partition(":"))
+                if op not in OPS:
+                    raise self.error(node, f"bad reduction {op!r}:{item}: the operator is "
+                                           f"one of {' '.join(OPS)}")
+            if op is None or not item:
+                raise self.error(node, f"bad reduction={spec!r}: write OP:VAR[,VAR] groups, "
+                                       f"e.g. \"+:s,max:m\" (, or ; between them)")
+            out += [(op, n) for n in _names(item, node, self, "reduction")]
         return out
+
+
+def guard_continue(body, loop):
+    """A parallel loop's body whose ``continue`` statements (those of this loop, not of
+    a nested one) skip the rest of the iteration without a jump when the body holds a
+    nested parallel loop or a barrier, which every participant must reach alike: the
+    continue sets a flag (an iteration-private bool) and the statements after it are
+    guarded by that flag.  Without such statements a plain C ``continue`` is right."""
+    def has_continue(stmts):
+        return any(isinstance(s, ir.Continue) or (isinstance(s, ir.If) and (
+            has_continue(s.body) or has_continue(s.orelse))) for s in stmts)
+
+    if not has_continue(body) or not any(
+            isinstance(n, (ir.ParLoop, ir.Barrier)) for n in ir.walk(body)):
+        return body
+    flag = f"pyg_skip{loop.line}"
+    loop.decls.append((flag, T.BOOL))
+    skip = ir.Assign(ir.Var(flag, type=T.BOOL), ir.Const(True, type=T.BOOL))
+    go_on = ir.Unary("!", ir.Var(flag, type=T.BOOL), type=T.BOOL)
+
+    def rewrite(stmts):
+        out = []
+        for k, s in enumerate(stmts):
+            if isinstance(s, ir.Continue):
+                out.append(ir.Assign(skip.target, skip.value, line=s.line))
+                return out
+            if isinstance(s, ir.If) and (has_continue(s.body) or has_continue(s.orelse)):
+                out.append(ir.If(s.cond, rewrite(s.body), rewrite(s.orelse), line=s.line))
+                rest = rewrite(stmts[k + 1:])
+                if rest:
+                    out.append(ir.If(go_on, rest, [], line=rest[0].line))
+                return out
+            out.append(s)
+        return out
+
+    return rewrite(body)
 
 
 def _py(cname):

@@ -8,6 +8,7 @@ import numpy as np
 from . import ir, lang
 from . import types as T
 from .expressions import _BINOPS, _UNSET
+from .scoping import as_load
 
 
 class Statements:
@@ -39,6 +40,8 @@ class Statements:
         arr, idx, val = call.args
         target = self.subscript(arr, idx.elts if isinstance(idx, ast.Tuple) else [idx], call)
         t = target.type
+        if isinstance(target, ir.View):
+            raise self.error(call, "omp.atomic_add needs an index for every dimension")
         if t not in (T.INT32, T.INT64, T.UINT32, T.UINT64, T.FLOAT32, T.FLOAT64):
             raise self.error(call, f"omp.atomic_add on a {t} array: use int32, int64, "
                                    f"uint32, uint64, float32 or float64")
@@ -59,9 +62,10 @@ class Statements:
 
     def unpack(self, target, value, s):
         """``a, b = x, y`` (through temporaries when they overlap) and ``n, m = a.shape``."""
-        if (isinstance(value, ast.Attribute) and value.attr == "shape"
-                and isinstance(value.value, ast.Name) and value.value.id in self.arrays):
-            ndim = self.arrays[value.value.id][1].ndim
+        arr = self.array_of(value.value) if isinstance(value, ast.Attribute) \
+            and value.attr == "shape" else None
+        if arr is not None:
+            ndim = arr.type.ndim
             value = ast.Tuple(elts=[ast.copy_location(ast.Subscript(
                 value=value, slice=ast.Constant(k), ctx=ast.Load()), s) for k in range(ndim)],
                 ctx=ast.Load())
@@ -102,7 +106,7 @@ class Statements:
         op = _BINOPS.get(type(s.op))
         if op is None:
             raise self.error(s, f"operator {type(s.op).__name__} is not supported")
-        load = ast.copy_location(_as_load(s.target), s)
+        load = ast.copy_location(as_load(s.target), s)
         value = ast.copy_location(ast.BinOp(left=load, op=s.op, right=s.value), s)
         return self.assign(s.target, value, s)
 
@@ -110,19 +114,21 @@ class Statements:
         if isinstance(target, ast.Subscript):
             idx = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
             t = self.subscript(target.value, idx, target)
+            if isinstance(t, ir.View):
+                raise self.error(s, f"{ast.unparse(target)} is a {t.type.ndim}-d sub-array: "
+                                    f"assign its elements (index every dimension)")
             v = self.expr(value_node)
             return ir.Assign(t, self.convert(v, t.type, s))
         if not isinstance(target, ast.Name):
             raise self.error(s, f"cannot assign to {ast.unparse(target)}")
         name = target.id
-        if name in self.arrays:
-            raise self.error(s, f"{name!r} is an array: it cannot be reassigned in a kernel")
         if name in self.seqvars or any(name in sc.loopvars for sc in self.scopes):
             raise self.error(s, f"assignment to the loop variable {name!r}")
         v = self.expr(value_node)
         if isinstance(v.type, T.Array):
-            raise self.error(s, "arrays cannot be assigned to variables in kernels; "
-                                "use the array itself")
+            return self.bind(name, v, s)
+        if name in self.arrays:
+            raise self.error(s, f"{name!r} is an array: it cannot become a scalar")
         if v.type is T.VOID:
             raise self.error(s, "the called function returns nothing")
         vt = v.type
@@ -148,6 +154,35 @@ class Statements:
         cname = self.define(name, s)
         return ir.Assign(ir.Var(cname, type=self.vtypes[name]),
                          self.convert(v, self.vtypes[name], s))
+
+    def bind(self, name, arr, s):
+        """``name = A`` or ``name = A[i]``: ``name`` denotes that array or sub-array from
+        here on; the indices of a sub-array are kept in int64 variables ``name__v<k>``, so
+        a later change of ``i`` does not move it (as with a numpy view)."""
+        root = arr.array if isinstance(arr, ir.View) else arr
+        old = self.arrays.get(name)
+        if name in self.params or (name not in self.arrays and self.resolve(name)):
+            raise self.error(s, f"{name!r} is a parameter or a scalar; a sub-array needs a "
+                                f"new name")
+        if old is not None:
+            old_root = old.array if isinstance(old, ir.View) else old
+            if (old_root.name, type(old), old.type.ndim) != (root.name, type(arr), arr.type.ndim):
+                raise self.error(s, f"{name!r} already denotes another array; bind this one "
+                                    f"to a new name")
+        if old is None:
+            self.scopes[-1].bound.add(name)
+        if not isinstance(arr, ir.View):
+            self.arrays[name] = arr
+            return None
+        out, prefix = [], []
+        for k, e in enumerate(arr.prefix):
+            tmp = f"{name}__v{k}"
+            self.vtypes[tmp] = T.INT64
+            c = self.define(tmp, s)
+            out.append(ir.Assign(ir.Var(c, type=T.INT64), e))
+            prefix.append(ir.Var(c, type=T.INT64))
+        self.arrays[name] = ir.View(root, prefix, type=arr.type)
+        return out
 
     def define(self, name, node):
         """The C name of ``name`` for writing, declaring it in the current scope if new."""
@@ -215,7 +250,8 @@ class Statements:
             space = "private"
         t = T.Array(elem, len(shape), space, tuple(int(d) for d in shape))
         cname = self.cname(name)
-        self.arrays[name] = (cname, t)
+        self.arrays[name] = ir.ArrayRef(cname, type=t)
+        self.scopes[-1].bound.add(name)
         self.scopes[-1].decls.append((cname, t))
         self.decl_lines.setdefault(cname, self.line(call))
         return ir.ArrayInit(cname, t, zero=obj is np.zeros)
@@ -239,8 +275,8 @@ class Statements:
         return ir.Break()
 
     def stmt_Continue(self, s):
-        if not self.loopdepth:
-            raise self.error(s, "continue outside a sequential loop")
+        if not self.loopdepth and not self.levels:
+            raise self.error(s, "continue outside a loop")
         return ir.Continue()
 
     def stmt_Return(self, s):
@@ -263,11 +299,3 @@ class Statements:
         elif T.promote(self.ret, vt) != self.ret:
             self.ret, self.changed = T.promote(self.ret, vt), True
         return ir.Return(self.convert(v, self.ret, s))
-
-
-def _as_load(node):
-    if isinstance(node, ast.Name):
-        return ast.Name(id=node.id, ctx=ast.Load())
-    if isinstance(node, ast.Subscript):
-        return ast.Subscript(value=node.value, slice=node.slice, ctx=ast.Load())
-    return node

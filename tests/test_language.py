@@ -1,0 +1,224 @@
+"""The kernel language as numpy users write it, on every device, against numpy:
+chained indexing and sub-arrays, continue in parallel loops, Python's scoping of
+enclosing variables, non-rectangular collapse, reduction clause separators."""
+import numpy as np
+import pytest
+
+import pygomp.kernels as omp
+
+
+# -- chained indexing and sub-arrays ---------------------------------------------------
+
+@omp.declare_target
+def dot_row(a, x):
+    s = 0.0
+    for k in range(a.shape[0]):
+        s += a[k] * x[k]
+    return s
+
+
+@omp.target
+def gemm_chained(alpha: float, A, B, C):
+    for i in omp.parallel_range(C.shape[0]):
+        for j in range(C.shape[1]):
+            for k in range(A.shape[1]):
+                C[i][j] += alpha * A[i][k] * B[k][j]
+
+
+@omp.target
+def views(A, T3, x, out):
+    for i in omp.parallel_range(A.shape[0]):
+        row = A[i]                       # a sub-array bound to a name
+        plane = T3[i]
+        acc = np.zeros((2, 3))
+        for j in range(len(row)):
+            acc[j % 2][j % 3] += row[j]
+        out[i][0] = dot_row(A[i], x)     # a sub-array passed to a helper
+        out[i][1] = plane[1][2] + T3[i][0][-1] + plane.shape[0] * 100 + row.size
+        out[i][2] = acc[1][2] + acc[0][0]
+        out[i][3] = row[-1] + A[i][row.shape[0] - 2]
+
+
+def test_chained_indexing_gemm(device):
+    rng = np.random.default_rng(0)
+    A, B, C = rng.random((19, 23)), rng.random((23, 17)), rng.random((19, 17))
+    ref = C + 1.5 * A @ B
+    gemm_chained.on(device)(1.5, A, B, C)
+    np.testing.assert_allclose(C, ref, rtol=1e-12)
+
+
+def test_sub_arrays_as_arrays(device):
+    rng = np.random.default_rng(1)
+    A, T3, x = rng.random((11, 7)), rng.random((11, 4, 5)), rng.random(7)
+    out = np.zeros((11, 4))
+    views.on(device)(A, T3, x, out)
+    ref = np.zeros((11, 4))
+    for i in range(11):
+        acc = np.zeros((2, 3))
+        for j in range(7):
+            acc[j % 2][j % 3] += A[i][j]
+        ref[i] = [A[i] @ x, T3[i][1][2] + T3[i][0][-1] + 400 + 7, acc[1][2] + acc[0][0],
+                  A[i][-1] + A[i][5]]
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+# -- negative indices count from the end, as in numpy ------------------------------
+
+@omp.target
+def periodic(x, out):
+    n = x.shape[0]
+    for i in omp.parallel_range(n):
+        out[i] = x[i - 1] + x[(i + 1) % n] - x[i - n]
+
+
+def test_negative_index_at_run_time(device):
+    x = np.arange(10.0) ** 2
+    out = np.zeros(10)
+    periodic.on(device)(x, out)
+    np.testing.assert_array_equal(out, np.roll(x, 1) + np.roll(x, -1) - x)
+
+
+# -- continue in a parallel loop ---------------------------------------------------
+
+@omp.target
+def skip_odd(x, out):
+    for i in omp.parallel_range(x.shape[0]):
+        if x[i] % 2 == 1:
+            continue
+        out[i] = x[i] * 10
+
+
+@omp.target
+def skip_rows(A, out):
+    """continue before a nested parallel loop (its barriers), at the gang and worker
+    levels, and inside a vector loop."""
+    for i in omp.gang(A.shape[0]):
+        if A[i, 0] < 0:
+            continue
+        s = 0.0
+        for j in omp.vector(A.shape[1], reduction="+:s"):
+            if A[i, j] > 5:
+                continue
+            s += A[i, j]
+        out[i, 0] = s
+    for g in omp.gang(1):
+        for i in omp.worker(A.shape[0]):
+            if A[i, 1] < 0:
+                continue
+            elif A[i, 2] < 0:
+                out[i, 1] = -1.0
+                continue
+            t = 0.0
+            for j in omp.vector(A.shape[1], reduction="+:t"):
+                t += A[i, j]
+            out[i, 1] = t
+
+
+def test_continue_in_parallel_loops(device):
+    x = np.arange(1000, dtype=np.int64)
+    out = np.zeros(1000, np.int64)
+    skip_odd.on(device)(x, out)
+    np.testing.assert_array_equal(out, np.where(x % 2 == 1, 0, x * 10))
+    A = np.random.default_rng(2).integers(-3, 9, (37, 29)).astype(np.float64)
+    out = np.zeros((37, 2))
+    skip_rows.on(device)(A, out)
+    ref0 = np.where(A[:, 0] < 0, 0, np.where(A > 5, 0, A).sum(axis=1))
+    ref1 = np.where(A[:, 1] < 0, 0, np.where(A[:, 2] < 0, -1, A.sum(axis=1)))
+    np.testing.assert_array_equal(out[:, 0], ref0)
+    np.testing.assert_array_equal(out[:, 1], ref1)
+
+
+# -- Python's scoping of enclosing variables -----------------------------------------
+
+@omp.target
+def reuse_names(A, B, C, r):
+    """C habits: k and s reused in several loops, t written in both branches."""
+    n, m = C.shape
+    s = 0.0
+    for k in range(n):
+        s += r[k]
+    r[0] = s
+    for i in omp.parallel_range(n):
+        for j in range(m):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            if s > 5.0:
+                t = s - 5.0
+            else:
+                t = -s
+            C[i, j] = t
+    for k in range(n):
+        r[k] += 1.0
+
+
+def test_enclosing_scalars_written_first_are_private(device):
+    rng = np.random.default_rng(3)
+    A, B, r = rng.random((13, 9)), rng.random((9, 11)) * 2, rng.random(13)
+    C = np.zeros((13, 11))
+    r0 = r.copy()
+    reuse_names.on(device)(A, B, C, r)
+    P = A @ B
+    np.testing.assert_allclose(C, np.where(P > 5, P - 5, -P), rtol=1e-12)
+    ref = r0 + 1
+    ref[0] = r0.sum() + 1
+    np.testing.assert_allclose(r, ref, rtol=1e-12)
+
+
+# -- non-rectangular collapse (OpenMP 5.0) -------------------------------------------
+
+@omp.target
+def triangles(a, b, c):
+    n = a.shape[0]
+    for i in omp.parallel_range(n, collapse=2):
+        for j in range(i + 1):
+            a[i, j] = i * 1000 + j
+    for i in omp.gang(n, collapse=2):
+        for j in range(i - 3, n, 2):
+            b[i, j] += 1.0
+    count = 0
+    for i in omp.parallel_range(1, n, collapse=3, reduction="+:count"):
+        for j in range(i, n):
+            for k in range(j - i):
+                c[i, j, k] = i + 10 * j + 100 * k
+                count += 1
+    return count
+
+
+def test_non_rectangular_collapse(device):
+    n = 23
+    a, b, c = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n, n))
+    count = triangles.on(device)(a, b, c)
+    ra, rb, rc = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n, n))
+    rcount = 0
+    for i in range(n):
+        for j in range(i + 1):
+            ra[i, j] = i * 1000 + j
+        for j in range(i - 3, n, 2):
+            rb[i, j] += 1.0
+    for i in range(1, n):
+        for j in range(i, n):
+            for k in range(j - i):
+                rc[i, j, k] = i + 10 * j + 100 * k
+                rcount += 1
+    np.testing.assert_array_equal(a, ra)
+    np.testing.assert_array_equal(b, rb)
+    np.testing.assert_array_equal(c, rc)
+    assert count == rcount
+
+
+# -- reduction clauses: ',' or ';' between groups ----------------------------------------
+
+@omp.target
+def and_max(x):
+    a, m, s = -1, x[0], 0
+    for i in omp.parallel_range(x.shape[0], reduction="&:a,max:m;+:s"):
+        a &= x[i]
+        m = max(m, x[i])
+        s += x[i]
+    return a * 0 + m + s * 1000 + (a & 1) * 7
+
+
+def test_reduction_groups_with_commas_and_semicolons(device):
+    x = np.random.default_rng(4).integers(1, 50, 999) | 1
+    assert and_max.on(device)(x) == x.max() + x.sum() * 1000 + 7
