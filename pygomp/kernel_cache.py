@@ -35,7 +35,7 @@ import numpy as np
 
 from .runtime import cache
 
-Unit = namedtuple("Unit", "source entry words ret kernels")
+Unit = namedtuple("Unit", "source entry words ret kernels written")
 Unit.__doc__ = """A kernel's generated source for one target and its KernelInfo (what
 `emit.Unit` holds, without the IR), and the parameters and result it was built for."""
 
@@ -50,9 +50,10 @@ def load(fn, name, argtypes, plugin):
         return None
     try:
         manifest, unit, params = pickle.loads(blob)
+        unit = Unit(*unit)
     except Exception:               # an entry of another layout: rebuilt, not trusted
         return None
-    return (Unit(*unit), params) if _matches(_namespace(fn), manifest) else None
+    return (unit, params) if _matches(_namespace(fn), manifest) else None
 
 
 def store(fn, name, argtypes, plugin, unit, params) -> None:
@@ -61,7 +62,8 @@ def store(fn, name, argtypes, plugin, unit, params) -> None:
     manifest = k and _manifest(fn)
     if manifest is None:
         return
-    record = (manifest, (unit.source, unit.entry, unit.words, unit.ret, unit.kernels), params)
+    record = (manifest, (unit.source, unit.entry, unit.words, unit.ret, unit.kernels,
+                        unit.written), params)
     try:
         cache.put(k, pickle.dumps(record), ".unit")
     except OSError:

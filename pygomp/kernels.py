@@ -126,6 +126,7 @@ class Spec:
                          for pname, t in zip(kernel.param_names, argtypes)]
         self._ir = None
         self._params = self._ret = None         # known once compiled or loaded
+        self._written = None
         self.symbol = images.HostSymbol(self.name)
         self.units = {}           # target kind -> unit (an emit.Unit or kernel_cache.Unit)
         self.tables = {}          # device identity -> registered OffloadImage
@@ -163,6 +164,22 @@ class Spec:
         if self._ret is None:
             self.ir
         return self._ret
+
+    @property
+    def written(self):
+        """``{position: (name, "file:line")}`` of the array arguments the kernel stores
+        into (from a unit when one is made or loaded, else from the compiler)."""
+        if self._written is None:
+            u = next(iter(self.units.values()), None)
+            if u is not None:
+                where = u.written
+            else:
+                from .compiler import emit
+                where = emit.written(self.ir)
+            self._written = {pos: (pname, where[cname]) for pos, ((cname, _), pname)
+                             in enumerate(zip(self.params, self.kernel.param_names))
+                             if cname in where}
+        return self._written
 
     @property
     def ret_dtype(self):
@@ -222,7 +239,7 @@ class Spec:
         the scalars as firstprivate words."""
         items = []
         add = items.append
-        for (is_array, how, pname), a in zip(self.steps, args):
+        for pos, ((is_array, how, pname), a) in enumerate(zip(self.steps, args)):
             if not is_array:
                 add(_Item(how(a), 0, _FPI, None))
                 continue
@@ -233,10 +250,18 @@ class Spec:
                 raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
                                 f"pass a contiguous copy (np.ascontiguousarray)")
             if not a.flags.writeable:       # nothing may be copied back into it
+                self.refuse_read_only(pos, a)
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
         return items
+
+    def refuse_read_only(self, pos, a):
+        """A ValueError, before anything runs, if the kernel writes argument ``pos``."""
+        w = self.written.get(pos)
+        if w is not None:
+            raise ValueError(f"{self.kernel.__name__}: argument {w[0]!r} is read-only "
+                             f"(flags.writeable is False) and the kernel writes it ({w[1]})")
 
 
 class _Repeat:
@@ -274,8 +299,8 @@ class _Repeat:
             return None
         for pos, a, shape in self.arrays:
             b = args[pos]
-            if b is not a or b.shape != shape:
-                return None
+            if b is not a or b.shape != shape or not b.flags.writeable:
+                return None             # a read-only array takes the checked path
         out = []
         for pos, word, typ in self.scalars:
             b = args[pos]

@@ -38,7 +38,14 @@ PROGRAM = textwrap.dedent("""
             x[i] = x[i] + opaque.K
 
     x = np.ones(3)
-    {{"scale": scale, "shift": shift}}[sys.argv[1]].on(0)(x)
+    if sys.argv[1] == "read-only":      # the cached unit says which arrays it writes
+        x.flags.writeable = False
+        try:
+            scale.on(0)(x)
+        except ValueError as e:
+            x = ["refused" if "argument 'x' is read-only" in str(e) else str(e)]
+    else:
+        {{"scale": scale, "shift": shift}}[sys.argv[1]].on(0)(x)
     print(x[0], "pygomp.compiler.frontend" in sys.modules)
 """)
 
@@ -54,12 +61,17 @@ def run(tmp_path, kernel, k=1, body="2.0 * v"):
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     value, compiled = r.stdout.split()
-    return float(value), compiled == "True"
+    return (value if value == "refused" else float(value)), compiled == "True"
 
 
 def test_a_cached_kernel_runs_without_the_compiler(tmp_path):
     assert run(tmp_path, "scale") == (3.0, True)
     assert run(tmp_path, "scale") == (3.0, False)
+
+
+def test_a_cached_kernel_refuses_a_read_only_array_it_writes(tmp_path):
+    assert run(tmp_path, "scale") == (3.0, True)
+    assert run(tmp_path, "read-only") == ("refused", False)
 
 
 def test_what_a_kernel_reads_from_outside_is_checked(tmp_path):

@@ -705,3 +705,44 @@ def test_repeated_calls_follow_the_map(device):
     assert (y == 5).all()
     k(z)
     assert (z == 1).all() and (y == 5).all()
+
+
+@omp.declare_target
+def put(a, i, v):
+    a[i] = v
+
+
+@omp.target
+def writes_through_helper(x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        put(y, i, x[i] * 2.0)
+
+
+def test_read_only_array_written_by_the_kernel_is_refused(device):
+    x, y = np.arange(5.0), np.zeros(5)
+    saxpy.on(device)(1.0, x, y)          # x is read only: a read-only x is fine
+    x.flags.writeable = False
+    saxpy.on(device)(1.0, x, y)
+    y.flags.writeable = False
+    for call in (lambda: saxpy.on(device)(1.0, x, y), lambda: inc.on(device)(y),
+                 lambda: writes_through_helper.on(device)(x, y),
+                 lambda: histogram.on(device)(np.zeros(3, np.int64), _ro(np.zeros(4, np.int64)))):
+        with pytest.raises(ValueError, match=r"argument '(y|hist)' is read-only .* the kernel "
+                                             r"writes it \(.*test_kernels.py:\d+\)"):
+            call()
+    assert (y == np.arange(5.0) * 2).all()       # nothing ran
+    y.flags.writeable = True
+    writes_through_helper.on(device)(x, y)
+    assert (y == np.arange(5.0) * 2).all()
+    k = inc.on(device)
+    for _ in range(3):                  # the repeated-call path checks it too
+        k(y)
+    y.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'y' is read-only"):
+        k(y)
+    assert (y == np.arange(5.0) * 2 + 3).all()
+
+
+def _ro(a):
+    a.flags.writeable = False
+    return a

@@ -108,6 +108,8 @@ class OpenCLDialect(LoopLowering, Dialect):
         return COUNT["worker" if what == "num_workers" else "vector"]
 
     def helper_open(self, em, fn, params):
+        em.state["part"] = frozenset(LEVELS)    # a helper stores as its caller runs it
+        em.state["active"] = None
         ret = "void" if fn.ret is T.VOID else self.type_name(fn.ret)
         em.line(f"{ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")

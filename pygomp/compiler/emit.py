@@ -144,6 +144,7 @@ class Unit:
     fn: ir.Function = field(repr=False, default=None)
     dialect: Dialect = field(repr=False, default=None)
     kernels: tuple = ()         # (KernelInfo,)
+    written: dict = field(default_factory=dict)     # array parameter -> "file:line"
 
 
 ARITH = ("min", "max", "minimum", "maximum", "abs", "floordiv", "mod", "shl", "shr", "ipow")
@@ -215,6 +216,11 @@ def arith_helpers(qual: str, type_name, f32_suffix: str, guard=None) -> str:
         if post:
             out.append(post)
     return "\n".join(out) + "\n"
+
+
+def written(fn: ir.Function) -> dict:
+    """``{C name: "file:line"}`` of the array parameters the kernel stores into."""
+    return {p: f"{fn.file}:{line}" for p, line in fn.written.items()}
 
 
 def arg_words(fn: ir.Function):
@@ -324,7 +330,7 @@ class Emitter:
             self.stmts(fn.body)
         self.d.kernel_close(self, fn)
         return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
-                    (self.d.kernel_info(self, fn),))
+                    (self.d.kernel_info(self, fn),), written(fn))
 
     def helper(self, h: ir.Function) -> None:
         self.cur, self.last = h, None

@@ -153,6 +153,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
                          self.scopes[0].decls, self.file, self.line(self.node), self.is_kernel)
         fn.helpers = list(self.registry.order) if self.is_kernel else []
         fn.decl_lines = self.decl_lines
+        fn.written = ir.stores(fn)
         return fn
 
     def annotation(self, a):

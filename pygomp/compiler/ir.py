@@ -253,6 +253,31 @@ class Function:
     helpers: list = field(default_factory=list)     # Functions called, callees first
     ret_param: str = "__ret"                        # kernels: the result pointer's name
     decl_lines: dict = field(default_factory=dict)  # C name -> line of its first assignment
+    written: dict = field(default_factory=dict)     # array parameter -> line of a store
+
+
+def stores(fn: Function) -> dict:
+    """{array parameter of fn: the line of a statement that writes into it}: element
+    stores, atomics, and arrays passed to a helper that writes its parameter."""
+    out = {}
+    for st in walk(fn.body):
+        if not isinstance(st, Stmt):
+            continue
+        roots = []
+        if isinstance(st, (Assign, AtomicAdd)) and isinstance(st.target, Index):
+            roots.append(st.target.array.name)
+        own = [getattr(st, f.name) for f in fields(st)]
+        own = [v for v in own if isinstance(v, Expr) or isinstance(v, Dim)
+               or (isinstance(v, list) and v and not isinstance(v[0], Stmt))]
+        for n in walk(own):
+            if isinstance(n, HelperCall):
+                for a, (p, _) in zip(n.args, n.fn.params):
+                    if isinstance(a, (ArrayRef, View)) and p in n.fn.written:
+                        roots.append(a.array.name if isinstance(a, View) else a.name)
+        for r in roots:
+            out.setdefault(r, st.line)
+    params = {n for n, t in fn.params if isinstance(t, Array)}
+    return {n: line for n, line in out.items() if n in params}
 
 
 def walk(node):
