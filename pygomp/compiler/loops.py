@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from . import ir, lang, scoping
+from . import ir, lang, scoping, steps
 from . import types as T
 from .expressions import _UNSET, _i
 from .reductions import OPS, local_name
@@ -247,39 +247,16 @@ class Loops:
 
 
 def guard_continue(body, loop):
-    """A parallel loop's body whose ``continue`` statements (those of this loop, not of
-    a nested one) skip the rest of the iteration without a jump when the body holds a
-    nested parallel loop or a barrier, which every participant must reach alike: the
-    continue sets a flag (an iteration-private bool) and the statements after it are
-    guarded by that flag.  Without such statements a plain C ``continue`` is right."""
-    def has_continue(stmts):
-        return any(isinstance(s, ir.Continue) or (isinstance(s, ir.If) and (
-            has_continue(s.body) or has_continue(s.orelse))) for s in stmts)
-
-    if not has_continue(body) or not any(
+    """A parallel loop's body whose ``continue`` (of this loop) must not jump over a
+    nested parallel loop or a barrier, which every participant has to reach alike: it
+    sets an iteration-private flag instead, and what follows runs under that flag.
+    Elsewhere a plain C ``continue`` is right."""
+    if "continue" not in steps.jumps(body) or not any(
             isinstance(n, (ir.ParLoop, ir.Barrier)) for n in ir.walk(body)):
         return body
     flag = f"pyg_skip{loop.line}"
     loop.decls.append((flag, T.BOOL))
-    skip = ir.Assign(ir.Var(flag, type=T.BOOL), ir.Const(True, type=T.BOOL))
-    go_on = ir.Unary("!", ir.Var(flag, type=T.BOOL), type=T.BOOL)
-
-    def rewrite(stmts):
-        out = []
-        for k, s in enumerate(stmts):
-            if isinstance(s, ir.Continue):
-                out.append(ir.Assign(skip.target, skip.value, line=s.line))
-                return out
-            if isinstance(s, ir.If) and (has_continue(s.body) or has_continue(s.orelse)):
-                out.append(ir.If(s.cond, rewrite(s.body), rewrite(s.orelse), line=s.line))
-                rest = rewrite(stmts[k + 1:])
-                if rest:
-                    out.append(ir.If(go_on, rest, [], line=rest[0].line))
-                return out
-            out.append(s)
-        return out
-
-    return rewrite(body)
+    return steps.guard_jumps(body, None, flag)
 
 
 def _py(cname):

@@ -1,0 +1,336 @@
+"""Cutting a kernel into launches where its statements need a grid-wide order.
+
+Gangs run with no order between them, and a device orders one launch after another, not
+one gang after another.  So where a kernel's top-level statements need every gang to
+see what came before (the stores of a gang loop, its gang reduction, an array element
+that sequential code stored before a gang loop reads it), the kernel is cut: each piece
+becomes one entry (one launch), and the plugin launches the entries in order, with one
+global scratch buffer that persists across them.  `plan(fn)` decides the cuts:
+
+- a gang loop ends its entry (if anything follows it); its gang reduction partials (one
+  a gang, in scratch) are combined into the variable by whichever entry runs next;
+- a gang loop starts a new entry if what precedes it in the entry stores to memory
+  (sequential code stores from one work-item; scalars alone are recomputed by every
+  gang, so they need no cut);
+- an ``if`` that holds a cut evaluates its condition once into a flag; each entry it
+  spans runs its part under ``if (flag)``;
+- a sequential loop that holds a cut becomes a loop of launches that the plugin runs:
+  ``("repeat", word, ops)`` runs ``ops`` as many times as the scratch word says, read
+  once after the entry before it; ``("while", word, ops)`` runs them while the word,
+  read before each round, is nonzero.  Its variable, trip count and flags are scalars
+  like the others; ``break`` and ``continue`` in it set flags that guard what follows.
+
+Scalars live across launches ("carried": every function-scope scalar and the ones this
+pass adds) are kept in scratch words: an entry loads them at its start and one work-item
+(gang 0's first) stores them at its end.  Since a late gang of a launch may start after
+gang 0 has finished, an entry reads one copy (area ``parity[k]``) and writes the other;
+a loop of launches gets an even number of entries (an empty one is added if needed) so
+that every path alternates.  Scratch layout, in 8-byte words: area 0 (``words`` words),
+area 1, then the gang partials: gang g's partial of gang reduction slot r at word
+``2 * words + g * len(reductions) + r``.  A gang loop with reductions leaves its number
+of gangs in its ``pending`` word (zero: nothing to combine).
+
+How a dialect uses it (see pygomp_plugins.opencl.target): emit each `Entry` as a kernel
+entry point with the same parameters; at its start declare the function's variables,
+load the carried words of area ``parity[k]`` (``Plan.word``), combine pending gang
+reductions, leave at once if ``done`` is set (copying ``done`` on); at its end let one
+work-item store the carried words into the other area; write gang partials and the
+``pending`` word where a gang loop ends; make a ``return`` set ``done`` and clear the
+``flags`` the plugin reads.  The KernelInfo lists the entries (with their levels), the
+scratch bytes (``Plan.scratch_words`` and ``gang_words`` a gang) and the program.  A
+dialect whose device orders all statements by itself (the host) needs none of this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+from . import types as T
+
+
+@dataclass
+class Entry:
+    body: list                  # IR statements of one launch
+    levels: set = field(default_factory=set)       # the levels it partitions
+
+
+@dataclass
+class Plan:
+    entries: list               # [Entry]
+    program: tuple              # entry index | ("repeat"|"while", word, ops)
+    carried: list               # [(C name, type)]: the scalars kept between launches
+    parity: list                # per entry: the area it loads (it stores the other)
+    reductions: list            # [(ParLoop, Reduction)]: gang reductions, by slot
+    pending: dict               # id(gang loop) -> the carried name of its pending word
+    done: str | None = None     # set by a return: the entries after it do nothing
+    flags: list = field(default_factory=list)      # carried names the plugin reads
+
+    @property
+    def words(self) -> int:
+        return len(self.carried)
+
+    def word(self, name: str, area: int) -> int:
+        """The scratch word of a carried scalar in an area (0 or 1)."""
+        return area * self.words + [n for n, _ in self.carried].index(name)
+
+    @property
+    def scratch_words(self) -> int:
+        return 2 * self.words
+
+    @property
+    def gang_words(self) -> int:
+        return len(self.reductions)
+
+
+def is_gang_loop(s) -> bool:
+    return isinstance(s, ir.ParLoop) and "gang" in s.levels
+
+
+def has_gang_loop(stmts) -> bool:
+    return any(is_gang_loop(n) for n in ir.walk(stmts))
+
+
+def stores(stmts) -> bool:
+    """Whether statements write memory that another gang could read (a store to a
+    non-private array, an atomic, a helper that writes, a kernel result)."""
+    for n in ir.walk(stmts):
+        if isinstance(n, (ir.Assign, ir.AtomicAdd)) and isinstance(n.target, ir.Index) \
+                and n.target.array.type.space != "private":
+            return True
+        if isinstance(n, ir.HelperCall) and n.fn.written or isinstance(n, ir.Return):
+            return True
+    return False
+
+
+def plan(fn: ir.Function) -> Plan:
+    """Entries, program and carried scalars of a kernel (see the module docstring)."""
+    return _Builder(fn).build()
+
+
+class _Builder:
+    def __init__(self, fn):
+        self.fn = fn
+        self.entries, self.parity = [], []
+        self.open = None            # the Entry being filled, or None
+        self.chain = []             # the If nodes of `guards` made in the open entry
+        self.guards = []            # conditions around what is appended now
+        self.effects = False        # the open entry stores to memory
+        self.ops = []               # the program ops of the current level
+        self.area = 0               # the area the next entry loads
+        self.carried = [(n, t) for n, t in fn.decls if isinstance(t, T.Scalar)]
+        self.reductions, self.pending = [], {}
+        self.flags = []
+        self.n = 0
+        self.line = fn.line
+
+    def build(self):
+        self.seq(self.fn.body)
+        self.cut()
+        done = None
+        if any(isinstance(n, ir.Return) for e in self.entries[:-1] for n in ir.walk(e.body)):
+            done = self.var("done", T.BOOL)
+        self.check_arrays()
+        p = Plan(self.entries, (), self.carried, self.parity, self.reductions, self.pending,
+                 done, self.flags)
+
+        def resolve(ops):
+            return tuple(op if isinstance(op, int) else (op[0], p.word(*op[1]), resolve(op[2]))
+                         for op in ops)
+
+        p.program = resolve(self.ops)
+        return p
+
+    # -- helpers ---------------------------------------------------------------------
+    def var(self, what, t):
+        self.n += 1
+        name = f"pyg_{what}{self.n}"
+        self.carried.append((name, t))
+        return name
+
+    def target(self):
+        """The statement list that appending goes to: the open entry, inside its guards."""
+        if self.open is None:
+            self.open, self.chain, self.effects = Entry([]), [], False
+        while len(self.chain) < len(self.guards):
+            node = ir.If(self.guards[len(self.chain)], [], [])
+            (self.chain[-1].body if self.chain else self.open.body).append(node)
+            self.chain.append(node)
+        return self.chain[-1].body if self.chain else self.open.body
+
+    def add(self, s):
+        self.target().append(s)
+        self.effects = self.effects or stores([s])
+        self.open.levels |= {lv for n in ir.walk([s]) if isinstance(n, ir.ParLoop)
+                             for lv in n.levels}
+
+    def unguarded(self, name, value, t):
+        """``name = value`` where the guards hold, ``name = 0`` elsewhere."""
+        cond = None
+        for g in self.guards:
+            cond = g if cond is None else ir.Logical("&&", cond, g, type=T.BOOL)
+        if cond is not None:
+            value = ir.Select(cond, value, ir.Const(0, type=t), type=t)
+        self.target()
+        self.open.body.append(ir.Assign(ir.Var(name, type=t), value, line=self.line))
+        self.chain = []             # what follows re-opens the guards after it
+
+    def cut(self, force=False):
+        if self.open is not None and (self.open.body or force):
+            self.ops.append(len(self.entries))
+            self.entries.append(self.open)
+            self.parity.append(self.area)
+            self.area ^= 1
+        self.open, self.chain = None, []
+
+    # -- statements ------------------------------------------------------------------
+    def seq(self, stmts):
+        for s in stmts:
+            if is_gang_loop(s):
+                if self.effects:
+                    self.cut()
+                self.add(s)
+                if s.reductions:
+                    for r in s.reductions:
+                        self.reductions.append((s, r))
+                    self.pending[id(s)] = self.var("pend", T.INT64)
+                self.cut()
+            elif isinstance(s, ir.If) and has_gang_loop([s]):
+                flag = self.var("if", T.BOOL)
+                self.add(ir.Assign(ir.Var(flag, type=T.BOOL), s.cond, line=s.line))
+                f = ir.Var(flag, type=T.BOOL)
+                for cond, body in ((f, s.body), (ir.Unary("!", f, type=T.BOOL), s.orelse)):
+                    if body:
+                        self.guards.append(cond)
+                        self.chain = self.chain[:len(self.guards) - 1]
+                        self.seq(body)
+                        self.guards.pop()
+                        self.chain = self.chain[:len(self.guards)]
+            elif isinstance(s, (ir.For, ir.While)) and has_gang_loop([s]):
+                self.loop(s)
+            else:
+                self.add(s)
+
+    def loop(self, s):
+        """A sequential loop around a cut: a loop of launches."""
+        i64, b = T.INT64, T.BOOL
+        self.line = s.line
+        found = jumps(s.body)
+        brk = self.var("brk", b) if "break" in found else None
+        cnt = self.var("cnt", b) if "continue" in found else None
+        body = guard_jumps(s.body, brk, cnt)
+        head, tail = [], []
+        if cnt:
+            head.append(_set(cnt, ir.Const(False, type=b)))
+        if brk:
+            self.add(ir.Assign(ir.Var(brk, type=b), ir.Const(False, type=b), line=s.line))
+        if isinstance(s, ir.For):
+            i, n = self.var("i", i64), self.var("n", i64)
+            self.add(ir.Assign(ir.Var(i, type=i64), s.start, line=s.line))
+            self.unguarded(n, _trip(s.start, s.stop, s.step), i64)
+            head = [_set(s.var, ir.Var(i, type=i64), i64),
+                    _set(i, ir.BinOp("+", ir.Var(i, type=i64), s.step, type=i64), i64),
+                    _set(n, ir.BinOp("-", ir.Var(n, type=i64), ir.Const(1, type=i64),
+                                     type=i64), i64)] + head
+            more = ir.Compare(">", ir.Var(n, type=i64), ir.Const(0, type=i64), type=b)
+        else:
+            more = s.cond
+        kind, word = "repeat", n if isinstance(s, ir.For) else None
+        if brk or isinstance(s, ir.While):
+            kind, word = "while", self.var("go", b)
+            self.unguarded(word, more, b)
+            tail.append(_set(word, more if brk is None else ir.Logical(
+                "&&", ir.Unary("!", ir.Var(brk, type=b), type=b), more, type=b)))
+            self.flags.append(word)
+        for st in head + tail:
+            st.line = s.line
+        self.cut()
+        outer_ops, self.ops = self.ops, []
+        area = self.area                             # where the plugin reads the word
+        outer_guards, self.guards = self.guards, []  # the loop runs only where they hold
+        self.seq(head + body + tail)
+        self.cut()
+        if self.area != area:                        # an even number of entries a round
+            self.open = Entry([])
+            self.cut(force=True)
+        self.guards = outer_guards
+        body_ops, self.ops = self.ops, outer_ops
+        self.ops.append((kind, (word, area), tuple(body_ops)))
+
+    def check_arrays(self):
+        """A private or team-shared array outside parallel loops lives in one launch."""
+        seen = {}
+        for k, e in enumerate(self.entries):
+            for n in ir.walk(e.body):
+                if isinstance(n, ir.ArrayRef) and n.type.space != "global":
+                    top = any(c == n.name for c, _ in self.fn.decls)
+                    if top and seen.setdefault(n.name, k) != k:
+                        from .frontend import CompileError
+                        raise CompileError(f"the array {n.name!r} is created outside the "
+                                           f"parallel loops and used on both sides of a "
+                                           f"gang loop ({self.fn.pyname}); create it inside "
+                                           f"the loop that uses it", self.fn.file,
+                                           self.fn.decl_lines.get(n.name, self.fn.line))
+
+
+def _set(name, value, t=T.BOOL):
+    return ir.Assign(ir.Var(name, type=t), value)
+
+
+def _trip(start, stop, step):
+    """The iteration count of range(start, stop, step) as an int64 expression."""
+    i64 = T.INT64
+
+    def b(op, x, y):
+        return ir.BinOp(op, x, y, type=i64)
+
+    def cmp(op, x, y):
+        return ir.Compare(op, x, y, type=T.BOOL)
+
+    zero, one = ir.Const(0, type=i64), ir.Const(1, type=i64)
+    up = ir.Select(cmp(">", stop, start),
+                   b("/", b("-", b("+", b("-", stop, start), step), one), step), zero, type=i64)
+    down = ir.Select(cmp("<", stop, start),
+                     b("/", b("-", b("-", b("-", start, stop), step), one),
+                       ir.Unary("-", step, type=i64)), zero, type=i64)
+    if isinstance(step, ir.Const):
+        return up if step.value > 0 else down
+    return ir.Select(cmp(">", step, zero), up, down, type=i64)
+
+
+def jumps(stmts) -> set:
+    """The "break" and "continue" of this loop level (not those of nested loops)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, ir.Break):
+            out.add("break")
+        elif isinstance(s, ir.Continue):
+            out.add("continue")
+        elif isinstance(s, ir.If):
+            out |= jumps(s.body) | jumps(s.orelse)
+    return out
+
+
+def guard_jumps(stmts, brk, cnt):
+    """Statements without jumps: ``break`` and ``continue`` of this level set the flag
+    named ``brk`` or ``cnt`` (an iteration-private bool), and what would follow them
+    runs under ``if`` neither flag is set."""
+    if not (brk or cnt):
+        return stmts
+    flags = [ir.Var(f, type=T.BOOL) for f in (brk, cnt) if f]
+    stop = flags[0] if len(flags) == 1 else ir.Logical("||", *flags, type=T.BOOL)
+    go_on = ir.Unary("!", stop, type=T.BOOL)
+    out = []
+    for k, s in enumerate(stmts):
+        if isinstance(s, (ir.Break, ir.Continue)):
+            out.append(ir.Assign(ir.Var(brk if isinstance(s, ir.Break) else cnt, type=T.BOOL),
+                                 ir.Const(True, type=T.BOOL), line=s.line))
+            return out
+        if isinstance(s, ir.If) and jumps([s]):
+            out.append(ir.If(s.cond, guard_jumps(s.body, brk, cnt),
+                             guard_jumps(s.orelse, brk, cnt), line=s.line))
+            rest = guard_jumps(stmts[k + 1:], brk, cnt)
+            if rest:
+                out.append(ir.If(go_on, rest, [], line=rest[0].line))
+            return out
+        out.append(s)
+    return out
