@@ -222,3 +222,61 @@ def and_max(x):
 def test_reduction_groups_with_commas_and_semicolons(device):
     x = np.random.default_rng(4).integers(1, 50, 999) | 1
     assert and_max.on(device)(x) == x.max() + x.sum() * 1000 + 7
+
+
+# -- array reductions (OpenMP 4.5) and private arrays sized at run time ----------------
+
+@omp.target
+def array_sums(A, x, y, h):
+    """y = A.T @ x with y reduced over the rows; a histogram of A's signs; the same in
+    a gang loop around a vector loop (y is the gang's copy there)."""
+    n, m = A.shape
+    for i in omp.parallel_range(n, reduction="+:y"):
+        for j in range(m):
+            y[j] += A[i, j] * x[i]
+    for i in omp.parallel_range(n, collapse=2, reduction="+:h;max:y"):
+        for j in range(m):
+            h[int(A[i, j] > 0)] += 1
+            y[m] = max(y[m], A[i, j])
+    for i in omp.gang(n, reduction="+:y"):
+        for j in omp.vector(m, reduction="+:y"):
+            y[m + 1 + j] += A[i, j]
+
+
+@omp.target
+def scratch_rows(A, out, m: int):
+    n = A.shape[0]
+    k = A.shape[1]
+    for i in omp.parallel_range(n):
+        s = np.zeros(k)                  # sized at run time, one a thread
+        t = np.empty((m, 2), np.int64)
+        for j in range(k):
+            s[j] = A[i, j] * 2.0
+        for q in range(m):
+            t[q, 0] = q
+            t[q, 1] = i
+        acc = 0.0
+        for j in range(k):
+            acc += s[k - 1 - j] * (j + 1)
+        out[i] = acc + t[m - 1, 0] + t[0, 1]
+
+
+def test_array_reductions(device):
+    rng = np.random.default_rng(5)
+    A, x = rng.normal(size=(29, 13)), rng.random(29)
+    y = np.zeros(13 + 1 + 13)
+    y[13] = -np.inf
+    h = np.zeros(2, np.int64)
+    array_sums.on(device)(A, x, y, h)
+    np.testing.assert_allclose(y[:13], A.T @ x, rtol=1e-12)
+    assert y[13] == A.max()
+    np.testing.assert_allclose(y[14:], A.sum(axis=0), rtol=1e-12)
+    assert h.tolist() == [(A <= 0).sum(), (A > 0).sum()]
+
+
+def test_private_arrays_sized_at_run_time(device):
+    A = np.random.default_rng(6).random((17, 11))
+    out = np.zeros(17)
+    scratch_rows.on(device)(A, out, 5)
+    ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i for i in range(17)]
+    np.testing.assert_allclose(out, ref, rtol=1e-12)

@@ -22,9 +22,12 @@ _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", 
 
 
 def _preamble():
-    out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
+    out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <stdlib.h>",
+           "#include <string.h>",
            "#include <math.h>", "#include <omp.h>", ""]
     out.append(arith_helpers("static inline", lambda t: t.c, "f"))
+    out.append("static inline void *pyg_alloc(int64_t bytes)\n{\n"
+               "    return malloc(bytes > 0 ? (size_t)bytes : 1);\n}")
     out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
                "    int64_t m = omp_get_max_threads();\n"
@@ -75,12 +78,54 @@ class HostDialect(Dialect):
                 else:
                     em.line(f"{t.c} {name} = ({t.c})(intptr_t){w};")
             em.line("const int nthreads_ = pyg_threads(launch); (void)nthreads_;")
+        em.state.update(bufs=set(), frees=[])
+
+    def kernel_close(self, em, fn):
+        self._free(em, em.state["frees"])
+        em.line("}")
+
+    def kernel_return(self, em, fn, value):
+        if value is not None:
+            em.line(f"*{fn.ret_param} = {value};")
+        self._free(em, em.state["frees"])
+        em.line("return;")
+
+    def _free(self, em, names):
+        for name in names:
+            em.line(f"free({name});")
+
+    # -- private arrays sized at run time: malloc'ed once a thread, or at the start ------
+    def array_decl(self, em, name, t):
+        if t.shape:
+            return super().array_decl(em, name, t)
+        for k, e in enumerate(em.extents(name)):
+            em.line(f"const int64_t {name}__s{k} = {e};")
+        c = t.elem.c
+        if name in em.state["bufs"]:
+            em.line(f"{c} *{name} = pyg_buf_{name};")
+        else:
+            em.line(f"{c} *{name} = ({c} *)pyg_alloc(({em.count(name, t)}) * sizeof({c}));")
+            em.state["frees"].append(name)
+
+    def _buffers(self, em, loop):
+        """Allocate, before a loop runs in a thread, the buffers of the run-time sized
+        private arrays of its iterations; returns their names, to free after it."""
+        out = []
+        for name, t in loop.decls:
+            if isinstance(t, T.Array) and not t.shape:
+                size = " * ".join(f"({e})" for e in em.extents(name))
+                em.line(f"{t.elem.c} *pyg_buf_{name} = ({t.elem.c} *)pyg_alloc(({size}) * "
+                        f"sizeof({t.elem.c}));")
+                em.state["bufs"].add(name)
+                out.append(f"pyg_buf_{name}")
+        return out
 
     # -- loops and reductions ----------------------------------------------------
     def loop(self, em, loop):
         threaded = not em.state.get("threads") and any(
             lv in ("gang", "worker") for lv in loop.levels)
-        simd = "vector" in loop.levels and not loop.has_sync
+        simd = "vector" in loop.levels and not loop.has_sync and not any(
+            isinstance(r.type, T.Array) for r in loop.reductions)
         u = em.uid()
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
@@ -121,6 +166,11 @@ class HostDialect(Dialect):
         em.line("}")
 
     def _iterate(self, em, loop, simd, lo, hi, trips):
+        bufs = self._buffers(em, loop)
+        self._iterate_rows(em, loop, simd, lo, hi, trips)
+        self._free(em, bufs)
+
+    def _iterate_rows(self, em, loop, simd, lo, hi, trips):
         k = f"k{em.uid()}_"
         pragma = ""
         if simd:
@@ -140,15 +190,38 @@ class HostDialect(Dialect):
         em.line("}")
 
     def reduction(self, em, call):
+        join = em.state.get("join")
+        joins = join is not None and join[1] == call.level
+        if isinstance(call.type, T.Array):     # a copy a thread, inside parallel regions
+            return self._array_reduction(em, call, joins or bool(em.state.get("threads")))
         if call.phase == "INIT":
             em.line(f"{call.type.c} {call.local} = {self.identity(call.op, call.type)};")
         elif call.phase == "FINI":
-            join = em.state.get("join")
             combined = em.combine(call.op, call.type, call.outer, call.local)
-            if join is not None and join[1] == call.level:
+            if joins:
                 em.line("#pragma omp critical")
             em.line(f"{call.outer} = {combined};")
         # SETUP and TEARDOWN: nothing on the host
+
+    def _array_reduction(self, em, call, copy):
+        """A copy a thread (the array itself outside parallel regions), combined into
+        the array element by element when the loop ends, one thread at a time."""
+        t, c = call.type.elem, call.type.elem.c
+        n = em.count(call.local, T.Array(t, call.type.ndim, shape=call.type.shape))
+        if call.phase == "INIT":
+            for k, e in enumerate(em.extents(call.local)):
+                em.line(f"const int64_t {call.local}__s{k} = {e};")
+            if not copy:
+                em.line(f"{c} *{call.local} = {call.outer};")
+                return
+            em.line(f"{c} *{call.local} = ({c} *)pyg_alloc(({n}) * sizeof({c}));")
+            em.line(f"for (int64_t e_ = 0; e_ < {n}; ++e_) {call.local}[e_] = "
+                    f"{self.identity(call.op, t)};")
+        elif call.phase == "FINI" and copy:
+            em.line("#pragma omp critical")
+            em.line(f"for (int64_t e_ = 0; e_ < {n}; ++e_) {call.outer}[e_] = "
+                    f"{em.combine(call.op, t, f'{call.outer}[e_]', f'{call.local}[e_]')};")
+            em.line(f"free({call.local});")
 
     def atomic_add(self, em, s):
         em.line("#pragma omp atomic")

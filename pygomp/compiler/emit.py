@@ -450,9 +450,20 @@ class Emitter:
     def s_ArrayInit(self, s):
         if s.zero:
             u = self.uid()
-            n = math.prod(s.type.shape)
+            i64 = self.type(T.INT64)
             zero = self.d.const(0, s.type.elem)
-            self.line(f"for (int __z{u} = 0; __z{u} < {n}; ++__z{u}) {s.name}[__z{u}] = {zero};")
+            self.line(f"for ({i64} __z{u} = 0; __z{u} < {self.count(s.name, s.type)}; ++__z{u}) "
+                      f"{s.name}[__z{u}] = {zero};")
+
+    def count(self, name: str, t: T.Array) -> str:
+        """The number of elements of an array, as text."""
+        if t.shape:
+            return str(math.prod(t.shape))
+        return " * ".join(f"{name}__s{k}" for k in range(t.ndim))
+
+    def extents(self, name: str) -> list[str]:
+        """The run-time extents of a private array or reduction copy, as text."""
+        return [self.expr(e) for e in self.cur.sizes[name]]
 
     # -- loops: helpers for dialects --------------------------------------------
     def trip(self, d: ir.Dim) -> str:

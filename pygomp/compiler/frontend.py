@@ -147,12 +147,19 @@ class Frontend(Statements, Loops, Expressions, Calls):
                 self.vtypes[a.arg] = t
         self.params = {a.arg for a in self.node.args.args}
         self.live_after = scoping.live_after(self.node.body)
+        self.counts = scoping.assignments(self.node.body)
+        self.assigned = set(self.counts)
+        self.top = {id(s) for s in self.node.body}   # statements at the function's top
+        self.defs = {}              # C name -> the value of a variable assigned once there
+        self.sizes = {}             # C name of a private array -> its run-time extents
+        self.copies = set()         # C names of array reduction copies
         body = self.block(self.node.body)
         ret = self.ret or T.VOID
         fn = ir.Function(self.name, self.fn.__qualname__, params, body, ret,
                          self.scopes[0].decls, self.file, self.line(self.node), self.is_kernel)
         fn.helpers = list(self.registry.order) if self.is_kernel else []
         fn.decl_lines = self.decl_lines
+        fn.sizes = self.sizes
         fn.written = ir.stores(fn)
         return fn
 

@@ -254,6 +254,7 @@ class Function:
     ret_param: str = "__ret"                        # kernels: the result pointer's name
     decl_lines: dict = field(default_factory=dict)  # C name -> line of its first assignment
     written: dict = field(default_factory=dict)     # array parameter -> line of a store
+    sizes: dict = field(default_factory=dict)       # private array -> run-time extents
 
 
 def stores(fn: Function) -> dict:

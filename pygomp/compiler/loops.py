@@ -25,6 +25,7 @@ class Scope:
         self.loopvars = set()
         self.bound = set()          # array names created or bound here
         self.inferred = set()       # enclosing scalars made private by Python's scoping
+        self.saved = {}             # arrays whose name means a reduction copy here
 
 
 class Loops:
@@ -129,6 +130,7 @@ class Loops:
         finally:
             self.scopes.pop()
             self.bounds = saved_bounds
+            self.arrays.update(scope.saved)
         for name in scope.names:
             if name not in scope.loopvars and self.resolve(name) is None:
                 self.gone[name] = scope.line
@@ -183,16 +185,39 @@ class Loops:
             scope.names[name] = found[0]
             scope.decls.append((found[0], self.vtypes[name]))
         for op, name in self.parse_reduction(kw.get("reduction"), s):
+            if name in self.arrays:
+                self.array_reduction(s, op, name, loop, scope)
+                continue
             found = self.resolve(name)
             if found is None:
                 raise self.error(s, f"reduction variable {name!r} must be defined before "
-                                    f"the loop (e.g. {name} = 0)")
+                                    f"the loop (e.g. {name} = 0), or be an array")
             t = self.vtypes[name]
             OPS[op].check(t, lambda m: self.error(s, f"reduction {op}:{name}: {m}"))
             self.rid += 1
             local = local_name(found[0], self.rid, levels[-1])
             scope.reductions[name] = local
             loop.reductions.append(ir.Reduction(op, found[0], local, t, self.rid))
+
+    def array_reduction(self, s, op, name, loop, scope):
+        """``reduction="+:y"`` with y an array: the loop's participants each update a
+        private copy (sized as y), combined into y when the loop ends.  In a loop nested
+        in one that already reduces y, y is that copy (private to the participant)."""
+        arr = self.arrays[name]
+        if isinstance(arr, ir.View):
+            raise self.error(s, f"reduction on {name!r}, a sub-array: reduce the whole array")
+        if arr.name in self.copies:
+            return
+        t = arr.type
+        OPS[op].check(t.elem, lambda m: self.error(s, f"reduction {op}:{name}: {m}"))
+        self.rid += 1
+        local = local_name(arr.name, self.rid, loop.levels[-1])
+        copy_t = T.Array(t.elem, t.ndim, "global", t.shape)
+        self.sizes[local] = [self.shape(arr, k) for k in range(t.ndim)]
+        self.copies.add(local)
+        scope.saved[name] = arr
+        self.arrays[name] = ir.ArrayRef(local, type=copy_t)
+        loop.reductions.append(ir.Reduction(op, arr.name, local, t, self.rid))
 
     def privatize(self, s, body_ast, kw, scope):
         """Python's scoping: an enclosing scalar that every iteration assigns before it

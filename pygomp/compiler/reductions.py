@@ -10,7 +10,8 @@ partitioned over levels L1..Ln becomes, for each level it crosses:
     TEARDOWN(level)  after the level joins              (e.g. free partials)
 
 The enclosing copy of the outermost level is the variable itself; that of level k+1 is the
-local of level k.  `lower` fills ``ParLoop.setup/init/fini/teardown`` with `ir.RedCall`s
+local of level k.  An array reduction has one copy a participant (thread, work-item):
+its four calls are at the loop's outermost level only, with the Array type.  `lower` fills ``ParLoop.setup/init/fini/teardown`` with `ir.RedCall`s
 (outer levels first for SETUP/INIT, inner first for FINI/TEARDOWN); a dialect's
 ``reduction`` hook turns each call into target code.
 """
@@ -66,6 +67,8 @@ def lower(fn: ir.Function) -> ir.Function:
                     calls.append((level, outer, local))
                     outer = local
                 assert outer == r.local, (outer, r.local)
+                if isinstance(r.type, T.Array):      # one copy a participant
+                    calls = [(node.levels[0], r.var, r.local)]
                 mk = lambda phase, lv, o, lo: ir.RedCall(phase, lv, r.op, r.type, o, lo, r.rid,
                                                          line=node.line)
                 node.setup += [mk("SETUP", *c) for c in calls]

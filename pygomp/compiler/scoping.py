@@ -35,6 +35,16 @@ def assigned(stmts, nested) -> set:
     return out
 
 
+def assignments(stmts) -> dict:
+    """{name: how many statements of a function assign it} (loop targets included)."""
+    out = {}
+    for s in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            for name in _stores(s.targets if isinstance(s, ast.Assign) else [s.target]):
+                out[name] = out.get(name, 0) + 1
+    return out
+
+
 def loads(node) -> dict:
     """{name: line} of the names ``node`` reads."""
     out = {}

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import copy
+from dataclasses import fields
 
 import numpy as np
 
@@ -152,8 +154,14 @@ class Statements:
                     self.vtypes[name] = new
                     self.changed = True
         cname = self.define(name, s)
-        return ir.Assign(ir.Var(cname, type=self.vtypes[name]),
-                         self.convert(v, self.vtypes[name], s))
+        value = self.convert(v, self.vtypes[name], s)
+        if id(s) in self.top and self.counts.get(name) == 1 and isinstance(value.type, T.Scalar) \
+                and value.type.is_int:
+            try:
+                self.defs[cname] = self.launch_value(value, s)
+            except Exception:       # noqa: BLE001  (not an argument value: no definition)
+                pass
+        return ir.Assign(ir.Var(cname, type=self.vtypes[name]), value)
 
     def bind(self, name, arr, s):
         """``name = A`` or ``name = A[i]``: ``name`` denotes that array or sub-array from
@@ -225,13 +233,21 @@ class Statements:
                                    f"and a dtype")
         shape_node = call.args[0] if call.args else kw.get("shape")
         dtype_node = call.args[1] if len(call.args) > 1 else kw.get("dtype")
-        shape = self.static(shape_node) if shape_node is not None else _UNSET
-        if isinstance(shape, (int, np.integer)):
-            shape = (int(shape),)
-        if (not isinstance(shape, tuple) or not shape
-                or not all(isinstance(d, (int, np.integer)) and d > 0 for d in shape)):
-            raise self.error(call, "the shape of a local array must be positive integer "
-                                   "constants (literals or module constants)")
+        if shape_node is None:
+            raise self.error(call, f"{ast.unparse(call.func)}() needs a shape")
+        dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
+        shape = tuple(self.static(d) for d in dims)
+        sized = None                                    # run-time extents
+        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                   for d in shape):
+            if obj is lang.shared_array or not self.is_kernel:
+                raise self.error(call, "the shape of a team-shared array, or of an array "
+                                       "in a declare_target helper, must be integer "
+                                       "constants (literals or module constants)")
+            sized = [self.launch_value(self.int_expr(d), d) for d in dims]
+            shape = ()
+        elif not all(d > 0 for d in shape):
+            raise self.error(call, "the shape of a local array must be positive")
         if dtype_node is None:
             elem = T.FLOAT64
         else:
@@ -248,13 +264,33 @@ class Statements:
             space = "local"
         else:
             space = "private"
-        t = T.Array(elem, len(shape), space, tuple(int(d) for d in shape))
+        t = T.Array(elem, len(dims), space, tuple(int(d) for d in shape))
         cname = self.cname(name)
+        if sized is not None:
+            self.sizes[cname] = sized
         self.arrays[name] = ir.ArrayRef(cname, type=t)
         self.scopes[-1].bound.add(name)
         self.scopes[-1].decls.append((cname, t))
         self.decl_lines.setdefault(cname, self.line(call))
         return ir.ArrayInit(cname, t, zero=obj is np.zeros)
+
+    def launch_value(self, e, node):
+        """``e`` rewritten over the kernel's arguments alone (scalar parameters it never
+        assigns, array extents), so that a device can size memory before the launch;
+        a function-scope variable assigned once at the top is replaced by its value."""
+        for n in ir.walk(e):
+            if isinstance(n, ir.Var):
+                py = next((p for p in self.params if self.cname(p) == n.name), None)
+                if n.name in self.defs or (py is not None and py not in self.assigned):
+                    continue
+                raise self.error(node, f"{ast.unparse(node)}: the size of a private array "
+                                       f"must come from the kernel's arguments (scalars "
+                                       f"it does not assign, array shapes), so that it "
+                                       f"can be allocated before the launch")
+            if isinstance(n, (ir.Index, ir.HelperCall, ir.Builtin)):
+                raise self.error(node, f"{ast.unparse(node)}: the size of a private array "
+                                       f"must come from the kernel's arguments")
+        return _substitute(e, self.defs)
 
     def stmt_If(self, s):
         return ir.If(self.cond(s.test), self.block(s.body), self.block(s.orelse))
@@ -299,3 +335,18 @@ class Statements:
         elif T.promote(self.ret, vt) != self.ret:
             self.ret, self.changed = T.promote(self.ret, vt), True
         return ir.Return(self.convert(v, self.ret, s))
+
+
+def _substitute(e, defs):
+    """A copy of ``e`` with each Var of ``defs`` replaced by its value (recursively)."""
+    if isinstance(e, ir.Var) and e.name in defs:
+        return _substitute(defs[e.name], defs)
+    e = copy.copy(e)
+    for f in fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr):
+            setattr(e, f.name, _substitute(v, defs))
+        elif isinstance(v, list):
+            setattr(e, f.name, [_substitute(x, defs) if isinstance(x, ir.Expr) else x
+                                for x in v])
+    return e
