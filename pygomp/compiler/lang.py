@@ -4,7 +4,9 @@ The compiler recognizes these objects by identity. Called from plain Python they
 sequentially, so a kernel's ``py_func`` still works as ordinary (slow) Python code.
 
 Loops (each takes ``range``'s arguments, plus the clauses ``reduction="op:var[,var]"``
-(several groups separated by ``;``), ``private="a,b"`` and ``collapse=k``):
+(several groups: ``"+:s,t,max:m"`` or ``"+:s,t;max:m"``; a variable may be an array,
+reduced element by element), ``private="a,b"`` and ``collapse=k``, whose inner loops'
+bounds may use the outer loop variables):
 
 - ``gang(n)``: iterations spread over gangs (OpenMP teams, OpenCL work-groups)
 - ``worker(n)``: over the workers of a gang (OpenMP threads of a team)
