@@ -3,17 +3,21 @@
 Levels: the outermost partitioned loop of a nest that includes gang or worker runs on
 OpenMP threads (its iterations split in equal contiguous chunks, one a thread); gang and
 worker loops nested inside it run sequentially in their thread; a vector level is
-``#pragma omp simd``.  So on the host a gang is one thread, ``omp.barrier()`` has nothing
+``#pragma omp simd`` when the loop is innermost (else gcc vectorizes the inner loop).  So on the host a gang is one thread, ``omp.barrier()`` has nothing
 to wait for and a team-shared array is a private array of that thread.  Launch sizes:
 ``num_gangs * num_workers`` threads when given, at most OpenMP's maximum (else that);
 ``vector_length`` is left to the compiler's simd width.
 
 Reductions: INIT declares a level's copy (``T s__r1g = identity``), FINI combines it into
 the enclosing copy (under ``omp critical`` where threads join), SETUP and TEARDOWN have
-nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.
+nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.  An array
+reduction has a copy a thread inside parallel regions (malloc'ed, combined under
+``omp critical``).  Private arrays sized at run time are malloc'ed once a thread before
+the loop that declares them (at the start for the function's own).
 """
 from __future__ import annotations
 
+from pygomp.compiler import ir
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arith_helpers, rectangular
 
@@ -124,8 +128,11 @@ class HostDialect(Dialect):
     def loop(self, em, loop):
         threaded = not em.state.get("threads") and any(
             lv in ("gang", "worker") for lv in loop.levels)
-        simd = "vector" in loop.levels and not loop.has_sync and not any(
-            isinstance(r.type, T.Array) for r in loop.reductions)
+        simd = ("vector" in loop.levels and not loop.has_sync   # innermost loops only:
+                and not any(isinstance(r.type, T.Array) for r in loop.reductions)
+                and not any(isinstance(n, (ir.For, ir.While, ir.ParLoop))  # gcc vectorizes
+                            for n in ir.walk(loop.body)))                 # the inner one
+
         u = em.uid()
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
