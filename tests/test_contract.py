@@ -80,7 +80,7 @@ __kernel void report(PARAMS)
 
 CENTER = KernelInfo("center3", ("mean", "center", "report"), ("p", "i64", "p", "p"),
                     levels=("", "gwv", ""), scratch_bytes=16, gang_bytes=8,
-                    private_bytes=8, private_words=(1,))
+                    private=((8, (1,)),))
 
 
 def _devices_of(name):

@@ -60,7 +60,7 @@ class _Kernel:
 
     def __init__(self, entries, info):
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
-        self.scratched = bool(info.has_scratch or info.private_bytes)   # words follow
+        self.scratched = bool(info.has_scratch or info.private)   # words follow
         self.spare = []          # argument arrays not in use (list.pop/append are atomic)
         self.lock = threading.Lock()     # held while a kernel with scratch runs
         self.scratch = self.private = None
@@ -201,7 +201,7 @@ class HostPlugin(Plugin):
         out = []
         if info.has_scratch:
             out.append(k.grow("scratch", info.scratch_size(max(launch[0], threads))))
-        if info.private_bytes:
+        if info.private:
             out.append(k.grow("private", info.private_size(args) * threads))
         return out
 

@@ -16,6 +16,7 @@ reduction loop keeps LANES interleaved copies so the compiler can vectorize it.
 from __future__ import annotations
 
 from pygomp.compiler import ir
+from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
@@ -52,8 +53,7 @@ class LoopLowering:
             p = _flat(lv, ID)
             n = _flat(lv, COUNT)
             tot, P = f"pyg_tot{u}", f"pyg_P{u}"
-            total = f"(pyg_g < pyg_G ? {count} : 0)"   # a dead gang: no work
-            em.line(f"const long {tot} = {total}, {P} = {n};")
+            em.line(f"const long {tot} = {count}, {P} = {n};")
             em.line("#ifdef PYGOMP_DEVICE_CPU")
             em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
             em.line(f"const long pyg_lo{u} = ({p}) * pyg_per{u}, pyg_st{u} = 1;")
@@ -75,7 +75,7 @@ class LoopLowering:
                 em.line("}")
             else:
                 rect = rectangular(loop)
-                lanes = "vector" in lv and loop.reductions and rect
+                lanes = "vector" in lv and _scalars(loop) and rect
                 if lanes:
                     em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
                     self._lanes(em, loop, u, k, trips)
@@ -97,8 +97,11 @@ class LoopLowering:
                 self._fini(em, loop)
             for c in loop.teardown:
                 em.stmt(c)
-            if "gang" in lv and (loop.reductions or st["joins"].get(id(loop))):
-                self._join(em, loop)
+            plan = st["plan"]
+            if id(loop) in plan.pending:             # the next launch combines the partials
+                em.line(f"{plan.pending[id(loop)]} = pyg_G;")
+            if id(loop) in plan.copies:              # the next launch sums the copies
+                em.line(f"{plan.copies[id(loop)]} = get_global_size(0) * get_global_size(1);")
         em.line("}")
         if "gang" not in lv and not loop.fini:
             self.barrier(em)                     # the loop's stores, for what follows
@@ -107,7 +110,7 @@ class LoopLowering:
         """A reduction loop in one work-item: LANES interleaved copies of the reduction
         variables (so the compiler can use SIMD without reassociating), then the rest."""
         n = LANES
-        for r in loop.reductions:
+        for r in _scalars(loop):
             c = self.type_name(r.type)
             ident = self.identity(r.op, r.type)
             em.line(f"{c} {r.local}_l[{n}] = {{{', '.join([ident] * n)}}};")
@@ -118,10 +121,10 @@ class LoopLowering:
             em.line(f"for (int pyg_l{u} = 0; pyg_l{u} < {n}; ++pyg_l{u}) {{")
             with em.indent():
                 em.line(f"const long {k} = {m} + pyg_l{u};")
-                for r in loop.reductions:
+                for r in _scalars(loop):
                     em.line(f"#define {r.local} {r.local}_l[pyg_l{u}]")
                 self._body(em, loop, k, trips, None)
-                for r in loop.reductions:
+                for r in _scalars(loop):
                     em.line(f"#undef {r.local}")
             em.line("}")
         em.line("}")
@@ -129,7 +132,7 @@ class LoopLowering:
         with em.indent():
             self._body(em, loop, k, trips, None)
         em.line("}")
-        for r in loop.reductions:
+        for r in _scalars(loop):
             em.line(f"for (int pyg_l{u} = 0; pyg_l{u} < {n}; ++pyg_l{u})")
             em.line(f"    {r.local} = {em.combine(r.op, r.type, r.local, f'{r.local}_l[pyg_l{u}]')};")
 
@@ -175,13 +178,26 @@ class LoopLowering:
     # -- reductions ------------------------------------------------------------------
     def reduction(self, em, call):
         """INIT declares a level's copy; SETUP and TEARDOWN have nothing to do; the FINI
-        calls of a loop are lowered together by `_fini` (one tree for all of them)."""
+        calls of a loop are lowered together by `_fini` (one tree for all of them).  An
+        array reduction's copy is in the work-item's private scratch."""
+        if isinstance(call.type, T.Array):
+            if call.phase == "INIT":
+                self._scratch_array(em, call.local, call.type)
+                u = em.uid()
+                em.line(f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
+                        f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
+            return
         if call.phase == "INIT":
             em.line(f"{self.type_name(call.type)} {call.local} = "
                     f"{self.identity(call.op, call.type)};")
 
     def _fini(self, em, loop):
-        by = {lv: [c for c in loop.fini if c.level == lv] for lv in LEVELS}
+        if "gang" not in loop.levels:
+            for c in loop.fini:
+                if isinstance(c.type, T.Array):
+                    self._sum_group_copies(em, c)
+        by = {lv: [c for c in loop.fini if c.level == lv and isinstance(c.type, T.Scalar)]
+              for lv in LEVELS}
         lid0, lid1 = "(long)get_local_id(0)", "(long)get_local_id(1)"
         V, W = "(long)get_local_size(0)", "(long)get_local_size(1)"
         if by["vector"] and by["worker"]:           # one tree over the whole group
@@ -194,12 +210,35 @@ class LoopLowering:
         elif by["worker"]:
             items = [(c.outer, c.local, c.op, c.type) for c in by["worker"]]
             self._tree(em, items, "0", lid1, W, "get_local_id(0) == 0")
-        slots = em.state["gang_slots"]
         for c in by["gang"]:
-            t = self.type_name(c.type)
-            em.line(f"if (pyg_g < pyg_G && get_local_id(0) == 0 && get_local_id(1) == 0) "
-                    f"*(volatile __global {t} *)(pyg_gscratch + 8 + pyg_g * {len(slots)} + "
-                    f"{slots[c.rid]}) = {c.local};")
+            em.line(f"if (get_local_id(0) == 0 && get_local_id(1) == 0) "
+                    f"{self._partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
+
+    def _sum_group_copies(self, em, call):
+        """After a worker or vector loop: the work-items of the group sum their copies
+        of an array reduction into the enclosing array, each a block of elements."""
+        u = em.uid()
+        t, c = call.type.elem, self.type_name(call.type.elem)
+        self.barrier(em)
+        em.line("{")
+        with em.indent():
+            em.line(f"const long pyg_n{u} = {em.count(call.local, call.type)}, "
+                    f"pyg_P{u} = get_local_size(0) * get_local_size(1);")
+            em.line(f"const long pyg_p{u} = get_local_id(1) * get_local_size(0) + "
+                    f"get_local_id(0), pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
+            em.line(f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
+                    f"({em.state['stride']}) + {em.state['mine'][call.local]};")
+            em.line(f"for (long e = pyg_p{u} * pyg_per{u}; e < min(pyg_n{u}, (pyg_p{u} + 1) * "
+                    f"pyg_per{u}); ++e) {{")
+            with em.indent():
+                em.line(f"{c} a = {self.identity(call.op, t)};")
+                em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
+                copy = f"((__global {c} *)(pyg_b{u} + q * ({em.state['stride']})))[e]"
+                em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
+                em.line(f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};")
+            em.line("}")
+        em.line("}")
+        self.barrier(em)
 
     def _tree(self, em, items, base, idx, n, writer):
         """All-reduce ``items`` [(outer, local, op, type)] over the n work-items of a
@@ -217,7 +256,7 @@ class LoopLowering:
             em.line(f"const long pyg_L{u} = (long)get_local_size(0) * get_local_size(1);")
 
             def slot(r, k, result=False):
-                return (f"*(__local {self.type_name(items[r][3])} *)(pyg_scratch + "
+                return (f"*(__local {self.type_name(items[r][3])} *)(pyg_tree + "
                         f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k})")
 
             em.line(f"if ({writer}) {{")
@@ -241,43 +280,6 @@ class LoopLowering:
         em.line("}")
         em.line("#endif")
 
-    def _join(self, em, loop):
-        """After a gang loop: the last work-group to finish combines the partials and
-        goes on as gang 0 of 1; the others go on as a dead gang (1 of 1), whose stores
-        are off and whose gang loops are empty.  No early return: PoCL would replicate
-        the rest of the kernel for each one."""
-        slots = em.state["gang_slots"]
-        if "__local int pyg_last;" not in em.state["hoisted"]:
-            em.state["hoisted"].append("__local int pyg_last;")
-        self.barrier(em)
-        em.line("if (get_local_id(0) == 0 && get_local_id(1) == 0) {")
-        with em.indent():
-            em.line("pyg_last = 0;")
-            em.line("if (pyg_g < pyg_G) {")
-            with em.indent():
-                em.line("mem_fence(CLK_GLOBAL_MEM_FENCE);")
-                em.line("pyg_last = atomic_inc((volatile __global uint *)pyg_gscratch) "
-                        "== (uint)(pyg_G - 1);")
-                em.line("if (pyg_last) *(volatile __global uint *)pyg_gscratch = 0;")
-            em.line("}")
-        em.line("}")
-        self.barrier(em)
-        em.line("if (pyg_last) {")
-        with em.indent():
-            em.line("mem_fence(CLK_GLOBAL_MEM_FENCE);")
-            for r in loop.reductions:
-                t = r.type
-                c = self.type_name(t)
-                u = em.uid()
-                em.line(f"{c} pyg_a{u} = {self.identity(r.op, t)};")
-                em.line(f"for (long pyg_q{u} = 0; pyg_q{u} < pyg_G; ++pyg_q{u})")
-                part = (f"*(volatile __global {c} *)(pyg_gscratch + 8 + pyg_q{u} * "
-                        f"{len(slots)} + {slots[r.rid]})")
-                em.line(f"    pyg_a{u} = {em.combine(r.op, t, f'pyg_a{u}', part)};")
-                em.line(f"{r.var} = {em.combine(r.op, t, r.var, f'pyg_a{u}')};")
-        em.line("}")
-        em.line("pyg_g = pyg_last ? 0 : 1; pyg_G = 1;")
-
 
 def _flat(levels, table):
     """The flat participant id (or count) over the given levels, outer first."""
@@ -291,36 +293,16 @@ def _flat(levels, table):
     return out
 
 
-def needs_join(body):
-    """Gang loops after which the kernel goes on (so all groups must have finished)."""
-    out = {}
-
-    def visit(stmts, tail):
-        for i, s in enumerate(stmts):
-            rest = tail or i + 1 < len(stmts)
-            if isinstance(s, ir.ParLoop):
-                if "gang" in s.levels and rest:
-                    out[id(s)] = True
-            elif isinstance(s, ir.If):
-                visit(s.body, rest)
-                visit(s.orelse, rest)
-            elif isinstance(s, (ir.For, ir.While)):
-                visit(s.body, True)
-
-    visit(body, False)
-    return out
+def _scalars(loop):
+    return [r for r in loop.reductions if isinstance(r.type, T.Scalar)]
 
 
-def scan(fn):
-    levels, gang_red, scratch, join = set(), 0, 0, False
-    joins = needs_join(fn.body)
+def scan(fn, plan):
+    """What a kernel needs from the plugin: global scratch (carried words, gang
+    partials), private scratch, team-shared tree slots (a work-item's words)."""
+    tree = 0
     for n in ir.walk(fn.body):
-        if isinstance(n, ir.ParLoop):
-            levels.update(n.levels)
-            if "gang" in n.levels:
-                gang_red += len(n.reductions)
-                join = join or bool(n.reductions) or id(n) in joins
-            if n.reductions and n.levels != ("gang",):
-                scratch = max(scratch, len(n.reductions))
-    return {"levels": levels, "gang_reductions": gang_red, "scratch": bool(scratch),
-            "tree_slots": scratch, "gscratch": join}
+        if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
+            tree = max(tree, len(_scalars(n)))
+    return {"scratch": bool(plan.scratch_words or plan.gang_words),
+            "private": bool(fn.sizes), "tree": tree}

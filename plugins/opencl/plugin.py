@@ -29,8 +29,8 @@ workers)`` and global size ``(vector, workers * gangs)``: a gang is a work-group
 Levels an entry does not partition get 1 and levels left 0 get device defaults; a local
 size above the kernel's limit is shrunk (workers first), so kernels read the geometry
 back with ``get_local_size``/``get_num_groups`` and guard their tails.  The entries of a
-kernel are enqueued one after the other; the in-order queue runs each to its end before
-the next.
+kernel are enqueued one after the other (or as its ``program`` says, reading loop counts
+from its scratch); the in-order queue runs each to its end before the next.
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ class _Kernel:
                 self.masks.append((1 << 8 * n) - 1)
             else:
                 raise PluginError(f"kernel {info.name}: unknown argument code {c!r}")
-        dtypes += [None] * (info.has_scratch + bool(info.private_bytes) + bool(info.tree_bytes))
+        dtypes += [None] * (info.has_scratch + bool(info.private) + bool(info.tree_bytes))
         for k in self.entries:
             k.set_scalar_arg_dtypes(dtypes)
 
@@ -355,11 +355,14 @@ class OpenCLPlugin(Plugin):
                     waits = (waits or []) + [e]
                 else:
                     e.wait()
-            event = None
-            for entry, gsize, local, _ in steps:
-                event = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local, wait_for=waits)
-                waits = None
-        return event
+            if not info.program:        # the entries in order
+                event = None
+                for entry, gsize, local, _ in steps:
+                    event = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local,
+                                                       wait_for=waits)
+                    waits = None
+                return event
+            return _program(d, k.scratch, steps, info.program, [None, waits])
 
     def _set_args(self, dev, d, k, info, args, gangs, steps):
         """Each entry's arguments for these words: buffers and offsets for addresses,
@@ -380,9 +383,15 @@ class OpenCLPlugin(Plugin):
         held = []       # OpenCL does not keep the buffers an entry is set to alive: we do
         for entry, gsize, local, tree in steps:
             mine = vals
-            if info.private_bytes:
+            if info.private:
                 per = -(-info.private_size(args) // 8) * 8
-                mine = mine + [self._scratch(d, k, "private", per * gsize[0] * gsize[1])]
+                size = per * gsize[0] * gsize[1]
+                if size > d.dev.max_mem_alloc_size:
+                    raise PluginError(f"kernel {info.name} needs {per} bytes of private "
+                                      f"arrays a work-item, {size} bytes for its "
+                                      f"{size // per} work-items; the device allocates at "
+                                      f"most {d.dev.max_mem_alloc_size} bytes at once")
+                mine = mine + [self._scratch(d, k, "private", size)]
             if tree is not None:
                 mine = mine + [tree]
             entry.set_args(*mine)
@@ -486,3 +495,28 @@ def _describe(d) -> DeviceInfo:
     }
     return DeviceInfo(name=d.name, kind=kind, platform=f"{d.platform.name} ({d.platform.vendor})",
                       memory=d.global_mem_size, properties=props)
+
+
+def _program(d, scratch, steps, ops, last):
+    """Launch a kernel's entries as its program says (see KernelInfo.program); ``last``
+    holds the last launch's event and what the next one waits for.  Returns the event."""
+    for op in ops:
+        if isinstance(op, int):
+            entry, gsize, local, _ = steps[op]
+            last[0] = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local,
+                                                 wait_for=last[1])
+            last[1] = None
+            continue
+        word = _numpy().zeros(1, _numpy().int64)    # read once the launches are done
+        while True:
+            cl.enqueue_copy(d.queue, word, scratch, src_offset=8 * op[1], wait_for=last[1],
+                            is_blocking=True)
+            last[1] = None
+            if op[0] == "repeat":
+                for _ in range(int(word[0])):
+                    _program(d, scratch, steps, op[2], last)
+                break
+            if not word[0]:
+                break
+            _program(d, scratch, steps, op[2], last)
+    return last[0]

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import math
 
-from pygomp.compiler import addrspace, ir
+from pygomp.compiler import addrspace, ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
-from .loops import COUNT, ID, LEVELS, LoopLowering, needs_join, scan
+from .loops import COUNT, ID, LEVELS, LoopLowering, scan
 
 C_TYPES = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
            "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
@@ -114,21 +114,21 @@ class OpenCLDialect(LoopLowering, Dialect):
         em.line(f"{ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")
 
-    # -- the kernel entry ------------------------------------------------------------
+    # -- the kernel entries ----------------------------------------------------------
+    def entries(self, em, fn):
+        """One entry a launch of `steps.plan` (gang loops end their launch)."""
+        addrspace.check(fn)
+        plan = steps.plan(fn)
+        slots = {r.rid: k for k, (_, r) in enumerate(plan.reductions)}
+        names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
+                 for k in range(len(plan.entries))]
+        em.state.update(plan=plan, gang_slots=slots, names=names, found=scan(fn, plan))
+        return list(zip(names, (e.body for e in plan.entries)))
+
     def kernel_open(self, em, fn):
         st = em.state
-        st["part"] = frozenset()
-        st["active"] = None
-        st["hoisted"] = []
-        st["gang_slots"] = {}
-        for n in ir.walk(fn.body):
-            if isinstance(n, ir.ParLoop) and "gang" in n.levels:
-                for r in n.reductions:
-                    st["gang_slots"][r.rid] = len(st["gang_slots"])
-        st["joins"] = needs_join(fn.body)
-        found = scan(fn)
-        st["scratch"] = found["scratch"]
-        addrspace.check(fn)
+        st.update(part=frozenset(), active=None, hoisted=[], k=st["names"].index(em.entry))
+        found = st["found"]
         params = []
         for name, t, role in arg_words(fn):
             if role in ("array", "ret"):
@@ -136,11 +136,13 @@ class OpenCLDialect(LoopLowering, Dialect):
                 params += [f"__global {elem} *{name}__base", f"ulong {name}__off"]
             else:
                 params.append(f"{self.type_name(t)} {name}")
-        if found["gscratch"]:
-            params.append("__global ulong *pyg_gscratch")
-        if st["scratch"]:
-            params.append("__local ulong *pyg_scratch")
-        em.line(f"__kernel void {fn.name}({', '.join(params)})")
+        if found["scratch"]:
+            params.append("__global ulong *pyg_scratch")
+        if found["private"]:
+            params.append("__global ulong *pyg_priv")
+        if found["tree"]:
+            params.append("__local ulong *pyg_tree")
+        em.line(f"__kernel void {em.entry}({', '.join(params)})")
         em.line("{")
         with em.indent():
             st["hoist_at"] = len(em.out)
@@ -149,16 +151,142 @@ class OpenCLDialect(LoopLowering, Dialect):
                     elem = self.type_name(t.elem if role == "array" else t)
                     em.line(f"__global {elem} *{name} = (__global {elem} *)"
                             f"((__global char *){name}__base + {name}__off);")
-            em.line("long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
+            em.line("const long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
+            if found["private"]:
+                st["mine"], st["stride"] = self._private_layout(em, fn)
+                em.line(f"__global ulong *pyg_mine = pyg_priv + (get_global_id(1) * "
+                        f"get_global_size(0) + get_global_id(0)) * ({st['stride']});")
+
+    def kernel_start(self, em, fn):
+        """Load the carried scalars, finish the gang reductions of the launch before,
+        leave at once after a return."""
+        st, plan = em.state, em.state["plan"]
+        k = st["k"]
+        area = plan.parity[k]
+        own = {n for n, _ in fn.decls}
+        for name, t in plan.carried:             # the scalars the cuts added
+            if name not in own:
+                em.line(f"{self.type_name(t)} {name} = {self.const(0, t)};")
+        if k:
+            for name, t in plan.carried:
+                em.line(f"{name} = {self._word(em, name, area, t)};")
+        if plan.done and k:
+            em.line(f"if ({plan.done}) {{")
+            with em.indent():
+                em.line(f"if ({self.leader(em)}) {{")
+                with em.indent():
+                    for name in [plan.done] + plan.flags:
+                        em.line(f"{self._word(em, name, 1 - area, T.BOOL)} = {int(name == plan.done)};")
+                em.line("}")
+                em.line("return;")
+            em.line("}")
+        if k:
+            self._finish_gang_reductions(em, plan)
+        entry = plan.entries[k]
+        if entry.combine is not None:
+            self._sum_copies(em, entry.combine)
+
+    def _private_layout(self, em, fn):
+        """({array: its offset in a work-item's private scratch}, the words a work-item),
+        as text: one 8-byte word an element of each private array sized at run time and
+        of each array reduction copy, in order."""
+        offsets, off = {}, "0"
+        for name in fn.sizes:
+            offsets[name] = off
+            n = " * ".join(f"({e})" for e in em.extents(name))
+            off = n if off == "0" else f"{off} + {n}"
+        return offsets, off
+
+    def _word(self, em, name, area, t):
+        plan = em.state["plan"]
+        return f"*(__global {self.type_name(t)} *)(pyg_scratch + {plan.word(name, area)})"
+
+    def _partial(self, em, gang, rid, t):
+        plan = em.state["plan"]
+        slot = em.state["gang_slots"][rid]
+        return (f"*(__global {self.type_name(t)} *)(pyg_scratch + {plan.scratch_words} + "
+                f"{gang} * {plan.gang_words} + {slot})")
+
+    def _finish_gang_reductions(self, em, plan):
+        """Combine the partials a gang loop of the launch before left (its pending word
+        holds its number of gangs) into the reduction variables."""
+        loops = {}
+        for loop, r in plan.reductions:
+            loops.setdefault(id(loop), (loop, []))[1].append(r)
+        for loop, reds in loops.values():
+            pend = plan.pending[id(loop)]
+            em.line(f"if ({pend}) {{")
+            with em.indent():
+                u = em.uid()
+                for r in reds:
+                    c = self.type_name(r.type)
+                    em.line(f"{c} pyg_a{u}_{r.rid} = {self.identity(r.op, r.type)};")
+                em.line(f"for (long pyg_q{u} = 0; pyg_q{u} < {pend}; ++pyg_q{u}) {{")
+                with em.indent():
+                    for r in reds:
+                        a = f"pyg_a{u}_{r.rid}"
+                        em.line(f"{a} = {em.combine(r.op, r.type, a, self._partial(em, f'pyg_q{u}', r.rid, r.type))};")
+                em.line("}")
+                for r in reds:
+                    em.line(f"{r.var} = {em.combine(r.op, r.type, r.var, f'pyg_a{u}_{r.rid}')};")
+                em.line(f"{pend} = 0;")
+            em.line("}")
+
+    def _sum_copies(self, em, loop):
+        """The entry after a gang loop with array reductions: each work-item sums a block
+        of elements over the copies of every work-item of that launch."""
+        plan = em.state["plan"]
+        items = plan.copies[id(loop)]
+        for r in loop.reductions:
+            if not isinstance(r.type, T.Array):
+                continue
+            u = em.uid()
+            t, c = r.type.elem, self.type_name(r.type.elem)
+            n = " * ".join(f"({e})" for e in em.extents(r.local))
+            em.line("{")
+            with em.indent():
+                em.line(f"const long pyg_n{u} = {n}, pyg_P{u} = get_global_size(0) * "
+                        f"get_global_size(1);")
+                em.line(f"const long pyg_p{u} = get_global_id(1) * get_global_size(0) + "
+                        f"get_global_id(0), pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
+                em.line(f"for (long e = pyg_p{u} * pyg_per{u}; e < min(pyg_n{u}, (pyg_p{u} + 1) "
+                        f"* pyg_per{u}); ++e) {{")
+                with em.indent():
+                    em.line(f"{c} a = {self.identity(r.op, t)};")
+                    em.line(f"for (long q = 0; q < {items}; ++q)")
+                    copy = f"((__global {c} *)(pyg_priv + q * ({em.state['stride']}) + " \
+                           f"{em.state['mine'][r.local]}))[e]"
+                    em.line(f"    a = {em.combine(r.op, t, 'a', copy)};")
+                    em.line(f"{r.var}[e] = {em.combine(r.op, t, f'{r.var}[e]', 'a')};")
+                em.line("}")
+            em.line("}")
 
     def kernel_close(self, em, fn):
         at = em.state["hoist_at"]
         em.out[at:at] = ["    " + h for h in em.state["hoisted"]]
+        plan = em.state["plan"]
+        if plan.carried and plan.program[-1] != em.state["k"]:     # not the last launch
+            with em.indent():
+                area = 1 - plan.parity[em.state["k"]]
+                em.line("if (pyg_g == 0 && get_local_id(0) == 0 && get_local_id(1) == 0) {")
+                with em.indent():
+                    for name, t in plan.carried:
+                        em.line(f"{self._word(em, name, area, t)} = {name};")
+                em.line("}")
         em.line("}")
 
     def kernel_return(self, em, fn, value):
+        plan = em.state["plan"]
+        lead = self.leader(em)
         if value is not None:
-            em.line(f"if ({self.leader(em)}) *{fn.ret_param} = {value};")
+            em.line(f"if ({lead}) *{fn.ret_param} = {value};")
+        if plan.done:
+            area = 1 - plan.parity[em.state["k"]]
+            em.line(f"if ({lead}) {{")
+            with em.indent():
+                for name in [plan.done] + plan.flags:
+                    em.line(f"{self._word(em, name, area, T.BOOL)} = {int(name == plan.done)};")
+            em.line("}")
         em.line("return;")
 
     def leader(self, em, extra=()):
@@ -175,6 +303,9 @@ class OpenCLDialect(LoopLowering, Dialect):
 
     # -- declarations ----------------------------------------------------------------
     def array_decl(self, em, name, t):
+        if not t.shape:                          # sized at run time: private scratch
+            self._scratch_array(em, name, t)
+            return
         decl = f"{self.type_name(t.elem)} {name}[{math.prod(t.shape)}];"
         if t.space == "local":                   # OpenCL: at kernel scope only
             if f"__local {decl}" not in em.state["hoisted"]:
@@ -182,10 +313,20 @@ class OpenCLDialect(LoopLowering, Dialect):
         else:
             em.line(decl)
 
+    def _scratch_array(self, em, name, t):
+        for k, e in enumerate(em.extents(name)):
+            em.line(f"const long {name}__s{k} = {e};")
+        c = self.type_name(t.elem)
+        em.line(f"__global {c} *{name} = (__global {c} *)(pyg_mine + {em.state['mine'][name]});")
+
+    def shared(self, em, arr):
+        """Whether an array is memory that other work-items see (not private to one)."""
+        return arr.type.space != "private" and arr.name not in em.cur.sizes
+
     # -- statements with side effects ------------------------------------------------
     def store(self, em, s):
         text = f"{em.expr(s.target)} = {em.expr(s.value)};"
-        if isinstance(s.target, ir.Index) and s.target.array.type.space != "private":
+        if isinstance(s.target, ir.Index) and self.shared(em, s.target.array):
             cond = self.leader(em)
             if cond != "1":
                 text = f"if ({cond}) {text}"
@@ -205,9 +346,9 @@ class OpenCLDialect(LoopLowering, Dialect):
         else:
             raise _error(em, s.line, f"atomic_add on {t} is not supported on OpenCL "
                                      f"(use int32, int64, uint32, uint64, float32 or float64)")
-        if sp == "private":
+        if not self.shared(em, s.target.array):
             text = f"{target} += {value};"
-        cond = self.leader(em) if sp != "private" else "1"
+        cond = self.leader(em) if self.shared(em, s.target.array) else "1"
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
     def barrier(self, em):
@@ -215,19 +356,43 @@ class OpenCLDialect(LoopLowering, Dialect):
 
     # -- the kernel contract -----------------------------------------------------------
     def kernel_info(self, em, fn):
-        """Levels, scratch and requirements of the kernel, for the plugin."""
+        """Entries, levels, scratch, program and requirements of the kernel."""
         needs = set()
         if _uses_float64(fn):
             needs.add("fp64")
         if any(t.size == 8 for t in _atomic_types(fn)):
             needs.add("int64_atomics")
-        st = scan(fn)
-        levels = "".join(lv[0] for lv in LEVELS if lv in st["levels"])
-        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), (levels,),
-                          scratch_bytes=64 if st["gscratch"] else 0,
-                          gang_bytes=8 * st["gang_reductions"] if st["gscratch"] else 0,
-                          tree_bytes=16 * st["tree_slots"] if st["scratch"] else 0,
-                          requires=tuple(sorted(needs)), any_group_size=True)
+        plan, found = em.state["plan"], em.state["found"]
+        levels = tuple("".join(lv[0] for lv in LEVELS if lv in e.levels) for e in plan.entries)
+        program = plan.program if plan.program != tuple(range(len(plan.entries))) else ()
+        return KernelInfo(fn.pyname, tuple(em.state["names"]), word_kinds(fn), levels,
+                          scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
+                          tree_bytes=16 * found["tree"], private=_private_terms(fn),
+                          program=program, requires=tuple(sorted(needs)),
+                          any_group_size=True)
+
+
+def _private_terms(fn):
+    """KernelInfo.private: one 8-byte word an element of each array sized at run time,
+    as (bytes, argument words) products."""
+    index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
+    terms = []
+    for name, dims in fn.sizes.items():
+        size, words = 8, []
+        for e in dims:
+            if isinstance(e, ir.Const):
+                size *= int(e.value)
+            elif isinstance(e, ir.Shape):
+                words.append(index[f"{e.array.name}__s{e.dim}"])
+            elif isinstance(e, ir.Var) and e.name in index:
+                words.append(index[e.name])
+            else:
+                raise CompileError(f"on OpenCL the extents of the private array {name!r} "
+                                   f"must be constants, scalar arguments or array extents "
+                                   f"(their product sizes it before the launch)", fn.file,
+                                   fn.decl_lines.get(name, fn.line))
+        terms.append((size, tuple(words)))
+    return tuple(terms)
 
 
 def _error(em, line, message):

@@ -84,10 +84,18 @@ class Dialect:
         em.line(f"static {ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")
 
+    def entries(self, em, fn: ir.Function) -> list:
+        """[(entry name, statements)]: the launches of one run of the kernel, in order
+        (several where a grid-wide order is needed: see `pygomp.compiler.steps`)."""
+        return [(fn.name, fn.body)]
+
     def kernel_open(self, em, fn: ir.Function) -> None:
-        """Open the kernel entry point and define every name of `arg_words` from the
-        arguments (and the result pointer ``fn.ret_param``)."""
+        """Open the entry point ``em.entry`` (a name of `entries`) and define every name
+        of `arg_words` from the arguments (and the result pointer ``fn.ret_param``)."""
         raise NotImplementedError
+
+    def kernel_start(self, em, fn: ir.Function) -> None:
+        """Code after the declarations of the kernel's variables, before its statements."""
 
     def kernel_close(self, em, fn: ir.Function) -> None:
         em.line("}")
@@ -321,14 +329,16 @@ class Emitter:
             self.out.append("")
         for h in fn.helpers:
             self.helper(h)
-        self.cur = fn
-        self.last = None
-        self.at(fn.line)
-        self.d.kernel_open(self, fn)
-        with self.indent():
-            self.decls(fn.decls)
-            self.stmts(fn.body)
-        self.d.kernel_close(self, fn)
+        for self.entry, body in self.d.entries(self, fn):
+            self.cur = fn
+            self.last = None
+            self.at(fn.line)
+            self.d.kernel_open(self, fn)
+            with self.indent():
+                self.decls(fn.decls)
+                self.d.kernel_start(self, fn)
+                self.stmts(body)
+            self.d.kernel_close(self, fn)
         return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
                     (self.d.kernel_info(self, fn),), written(fn))
 

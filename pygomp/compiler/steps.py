@@ -8,7 +8,9 @@ becomes one entry (one launch), and the plugin launches the entries in order, wi
 global scratch buffer that persists across them.  `plan(fn)` decides the cuts:
 
 - a gang loop ends its entry (if anything follows it); its gang reduction partials (one
-  a gang, in scratch) are combined into the variable by whichever entry runs next;
+  a gang, in scratch) are combined into the variable by whichever entry runs next; the
+  copies of its array reductions (one a work-item) are summed by an entry of their own
+  (``Entry.combine``) that follows it at once;
 - a gang loop starts a new entry if what precedes it in the entry stores to memory
   (sequential code stores from one work-item; scalars alone are recomputed by every
   gang, so they need no cut);
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import CompileError
 from . import ir
 from . import types as T
 
@@ -52,6 +55,7 @@ from . import types as T
 class Entry:
     body: list                  # IR statements of one launch
     levels: set = field(default_factory=set)       # the levels it partitions
+    combine: object = None      # a gang loop whose array reduction copies this entry sums
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Plan:
     parity: list                # per entry: the area it loads (it stores the other)
     reductions: list            # [(ParLoop, Reduction)]: gang reductions, by slot
     pending: dict               # id(gang loop) -> the carried name of its pending word
+    copies: dict                # id(gang loop with array reductions) -> the carried name
+                                # of its launch's work-item count (for the summing entry)
     done: str | None = None     # set by a return: the entries after it do nothing
     flags: list = field(default_factory=list)      # carried names the plugin reads
 
@@ -90,12 +96,13 @@ def has_gang_loop(stmts) -> bool:
     return any(is_gang_loop(n) for n in ir.walk(stmts))
 
 
-def stores(stmts) -> bool:
-    """Whether statements write memory that another gang could read (a store to a
-    non-private array, an atomic, a helper that writes, a kernel result)."""
+def stores(stmts, mine=()) -> bool:
+    """Whether statements write memory that another gang could read (a store to an
+    array that is not private, an atomic, a helper that writes, a kernel result);
+    ``mine``: names of arrays private to a work-item whatever their space."""
     for n in ir.walk(stmts):
         if isinstance(n, (ir.Assign, ir.AtomicAdd)) and isinstance(n.target, ir.Index) \
-                and n.target.array.type.space != "private":
+                and n.target.array.type.space != "private" and n.target.array.name not in mine:
             return True
         if isinstance(n, ir.HelperCall) and n.fn.written or isinstance(n, ir.Return):
             return True
@@ -118,7 +125,7 @@ class _Builder:
         self.ops = []               # the program ops of the current level
         self.area = 0               # the area the next entry loads
         self.carried = [(n, t) for n, t in fn.decls if isinstance(t, T.Scalar)]
-        self.reductions, self.pending = [], {}
+        self.reductions, self.pending, self.copies = [], {}, {}
         self.flags = []
         self.n = 0
         self.line = fn.line
@@ -131,7 +138,7 @@ class _Builder:
             done = self.var("done", T.BOOL)
         self.check_arrays()
         p = Plan(self.entries, (), self.carried, self.parity, self.reductions, self.pending,
-                 done, self.flags)
+                 self.copies, done, self.flags)
 
         def resolve(ops):
             return tuple(op if isinstance(op, int) else (op[0], p.word(*op[1]), resolve(op[2]))
@@ -159,7 +166,7 @@ class _Builder:
 
     def add(self, s):
         self.target().append(s)
-        self.effects = self.effects or stores([s])
+        self.effects = self.effects or stores([s], self.fn.sizes)
         self.open.levels |= {lv for n in ir.walk([s]) if isinstance(n, ir.ParLoop)
                              for lv in n.levels}
 
@@ -189,11 +196,15 @@ class _Builder:
                 if self.effects:
                     self.cut()
                 self.add(s)
-                if s.reductions:
-                    for r in s.reductions:
-                        self.reductions.append((s, r))
+                scalars = [r for r in s.reductions if isinstance(r.type, T.Scalar)]
+                if scalars:
+                    self.reductions += [(s, r) for r in scalars]
                     self.pending[id(s)] = self.var("pend", T.INT64)
                 self.cut()
+                if len(scalars) < len(s.reductions):     # array copies: summed at once
+                    self.copies[id(s)] = self.var("items", T.INT64)
+                    self.open = Entry([], {"gang", "worker", "vector"}, combine=s)
+                    self.cut(force=True)
             elif isinstance(s, ir.If) and has_gang_loop([s]):
                 flag = self.var("if", T.BOOL)
                 self.add(ir.Assign(ir.Var(flag, type=T.BOOL), s.cond, line=s.line))
@@ -264,7 +275,6 @@ class _Builder:
                 if isinstance(n, ir.ArrayRef) and n.type.space != "global":
                     top = any(c == n.name for c, _ in self.fn.decls)
                     if top and seen.setdefault(n.name, k) != k:
-                        from .frontend import CompileError
                         raise CompileError(f"the array {n.name!r} is created outside the "
                                            f"parallel loops and used on both sides of a "
                                            f"gang loop ({self.fn.pyname}); create it inside "

@@ -29,6 +29,8 @@ all within one ``run``, with one global scratch buffer that persists across them
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -74,8 +76,14 @@ class KernelInfo:
       ``scratch_bytes + gang_bytes * gangs`` bytes of global scratch, zero when first
       made and kept between entries and runs (so a kernel leaves counters as it found
       them); ``tree_bytes`` of team-shared memory a work-item, sized at launch;
-      ``private_bytes`` times the product of the argument words at ``private_words``
-      of global memory a work-item (private arrays sized at run time).
+      ``private``: global memory a work-item (private arrays sized at run time), the
+      sum over its terms ``(bytes, words)`` of bytes times the product of the argument
+      words at the indices ``words``.
+    - ``program``: the order of the launches when it is not the entries in order: a
+      tuple of ops, each an entry's index, ``("repeat", w, ops)`` (run ``ops`` as many
+      times as the int64 at global scratch word ``w`` says when it is reached) or
+      ``("while", w, ops)`` (run them while that word is nonzero, read before each
+      round).  Reading a word waits for the launches before it.
     - ``team_bytes``: static team-shared memory a gang (checked against the device).
     - ``requires``: capabilities the device must have ("fp64", "int64_atomics").
     - ``cooperative``: all gangs must be resident at once (a grid-wide sync inside).
@@ -89,8 +97,8 @@ class KernelInfo:
     scratch_bytes: int = 0
     gang_bytes: int = 0
     tree_bytes: int = 0
-    private_bytes: int = 0
-    private_words: tuple = ()
+    private: tuple = ()
+    program: tuple = ()
     team_bytes: int = 0
     requires: tuple = ()
     cooperative: bool = False
@@ -114,10 +122,7 @@ class KernelInfo:
 
     def private_size(self, args) -> int:
         """Bytes of private scratch a work-item for a run with these argument words."""
-        n = self.private_bytes
-        for i in self.private_words:
-            n *= args[i]
-        return n
+        return sum(b * math.prod(args[i] for i in words) for b, words in self.private)
 
 
 @dataclass(frozen=True, eq=False)
