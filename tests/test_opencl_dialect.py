@@ -202,6 +202,23 @@ def test_real_work_groups_with_local_trees(cldev, tmp_path):
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-3000:]
 
 
+@pytest.mark.slow
+def test_language_and_regions_in_real_work_groups(cldev, tmp_path):
+    """The multi-launch regions (a time loop around two parallel loops lost the second
+    loop's stores in work-groups), continue before barriers and array reductions, with
+    PoCL's real work-groups; the whole kernel suite passes this way too (slowly):
+    PYGOMP_OPENCL_CPU_WORKGROUPS=1 PYGOMP_DEVICES=opencl pytest tests/test_kernels.py ..."""
+    tests = os.path.dirname(__file__)
+    env = dict(os.environ, PYGOMP_OPENCL_CPU_WORKGROUPS="1",
+               PYGOMP_DEVICES="opencl", PYGOMP_CACHE_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        os.path.join(tests, "test_regions.py"),
+                        os.path.join(tests, "test_language.py"),
+                        "-k", "regions or loop or continue or reductions or while"],
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and " passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+
+
 def test_image_requirements_checked_at_load(cldev, monkeypatch):
     from pygomp.runtime.plugin import KernelInfo, PluginError, Source
     plugin = cldev.plugin

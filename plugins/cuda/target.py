@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers
+from pygomp.errors import CompileError
 
 LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
@@ -125,6 +126,8 @@ class CudaDialect(Dialect):
         em.line("__syncthreads();")
 
     def array_decl(self, em, name, t):
+        if not t.shape:
+            raise _not_yet(em, f"the private array {name!r} sized at run time")
         n = 1
         for d in t.shape:
             n *= d
@@ -177,6 +180,8 @@ class CudaDialect(Dialect):
         em.line("}")
 
     def reduction(self, em, call):
+        if isinstance(call.type, T.Array):
+            raise _not_yet(em, f"the array reduction on {call.outer!r}")
         loop = em.state["loops"][-1]
         t = call.type
         c = self.type_name(t)
@@ -246,6 +251,11 @@ class CudaDialect(Dialect):
         if any(c.startswith("__device__") for c in em.state.get("cells", ())):
             info = replace(info, cooperative=True)
         return info
+
+
+def _not_yet(em, what):
+    return CompileError(f"{what}: not supported by the CUDA dialect yet", em.cur.file,
+                        em.cur.line)
 
 
 HOOKS = CudaDialect()

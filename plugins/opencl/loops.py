@@ -6,12 +6,15 @@ or nested loops runs the same number of rounds in every work-item (an ``active``
 guards the tail), so every barrier is reached by the whole group.
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
-all-reduce through ``__local`` scratch (two barriers, whatever the number of reductions)
-for the vector and worker levels, and one partial a work-group for the gang level; then
-the loop "joins": the last work-group to finish (an atomic counter) combines the
-partials and goes on as gang 0 of 1, the others as a dead gang without work or stores.
-With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain combines and a vector-level
-reduction loop keeps LANES interleaved copies so the compiler can vectorize it.
+all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
+for the vector and worker levels, and one partial a work-group in global scratch for the
+gang level, which the next launch combines (a gang loop ends its launch: see
+`pygomp.compiler.steps`).  An array reduction has a copy a work-item in the private
+scratch: after a worker or vector loop the group sums its copies, after a gang loop a
+launch of its own does.  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
+combines and a vector-level reduction loop keeps LANES interleaved copies so the
+compiler can vectorize it.  A non-rectangular collapsed loop walks its contiguous block
+row by row on CPUs.
 """
 from __future__ import annotations
 

@@ -6,6 +6,13 @@ Code outside a level's loops runs redundantly on that level (OpenACC's gang-redu
 worker-single and vector-single modes): private values are computed by everyone, while
 stores to arrays, atomics and the kernel's result are done by one work-item only.
 
+Entries: the kernel runs as the launches of `pygomp.compiler.steps.plan` (each an
+``__kernel`` function ``NAME__e<k>`` when there are several); an entry loads the carried
+scalars from the global scratch, finishes the gang reductions of the launch before, and
+its gang 0's first work-item stores them back (into the other copy).  Private arrays
+sized at run time and array reduction copies live in the private scratch: one 8-byte
+word an element, a work-item's part after the previous one's.
+
 Loops and reductions: see loops.py.  Address spaces: mapped arrays are ``__global``,
 team-shared ones ``__local``, the rest private; helpers are specialized per
 address-space signature by the front end (checked by `pygomp.compiler.addrspace`), so
