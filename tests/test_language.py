@@ -280,3 +280,12 @@ def test_private_arrays_sized_at_run_time(device):
     scratch_rows.on(device)(A, out, 5)
     ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i for i in range(17)]
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_private_arrays_that_cannot_fit(device):
+    from pygomp.runtime.plugin import PluginError
+    A, out = np.ones((3, 4)), np.zeros(3)
+    with pytest.raises(PluginError, match=r"\d+ bytes"):
+        scratch_rows.on(device)(A, out, 10**11)
+    scratch_rows.on(device)(A, out, 2)           # the device is still usable
+    assert out.tolist() == [21.0, 22.0, 23.0]

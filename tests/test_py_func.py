@@ -19,6 +19,7 @@ import kernels_reduce as kr  # noqa: E402
 import test_kernels as tk  # noqa: E402
 import test_language as tl  # noqa: E402
 import test_opencl_dialect as td  # noqa: E402
+import test_regions as tr  # noqa: E402
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -117,6 +118,16 @@ CASES = {
     "triangles": (tl.triangles, lambda d: (f8(d, k := n(d, 3, 9), k), f8(d, k, k),
                                            f8(d, k, k, k))),
     "and_max": (tl.and_max, lambda d: (arr(d, np.int64, n(d), -99, 999),)),
+    "array_sums": (tl.array_sums, lambda d: (f8(d, a := n(d, 1, 9), b := n(d, 1, 9)),
+                                             f8(d, a), f8(d, 2 * b + 1),
+                                             arr(d, np.int64, 2, 0, 9))),
+    "scratch_rows": (tl.scratch_rows, lambda d: (f8(d, a := n(d, 1, 9), n(d, 1, 9)),
+                                                 f8(d, a), n(d, 1, 5))),
+    "cholesky": (tr.cholesky, lambda d: (lambda m: (m @ m.T + len(m) * np.eye(len(m)),))(
+        f8(d, k := n(d, 1, 9), k, lo=0, hi=1))),
+    "stencil": (tr.stencil, lambda d: (f8(d, k := n(d, 3, 40)), f8(d, k), n(d, 0, 5))),
+    "converge": (tr.converge, lambda d: (f8(d, n(d), lo=0, hi=99), d(st.floats(1e-3, 1)),
+                                         n(d, 1, 6), f8(d, 2))),
     "ex_saxpy": (ex["saxpy"].saxpy, lambda d: (d(st.floats(-4, 4)),
                                                arr(d, np.float32, k := n(d)),
                                                arr(d, np.float32, k))),

@@ -11,27 +11,24 @@ to wait for and a team-shared array is a private array of that thread.  Launch s
 Reductions: INIT declares a level's copy (``T s__r1g = identity``), FINI combines it into
 the enclosing copy (under ``omp critical`` where threads join), SETUP and TEARDOWN have
 nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.  An array
-reduction has a copy a thread inside parallel regions (malloc'ed, combined under
-``omp critical``).  Private arrays sized at run time are malloc'ed once a thread before
-the loop that declares them (at the start for the function's own).
+reduction has a copy a thread inside parallel regions (combined under ``omp critical``);
+such copies and private arrays sized at run time are the thread's part of the private
+scratch that the plugin passes after the argument words (KernelInfo.private).
 """
 from __future__ import annotations
 
 from pygomp.compiler import ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arith_helpers, rectangular
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, rectangular
 
 _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", "^": "^",
             "and": "&&", "or": "||"}
 
 
 def _preamble():
-    out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <stdlib.h>",
-           "#include <string.h>",
+    out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
            "#include <math.h>", "#include <omp.h>", ""]
     out.append(arith_helpers("static inline", lambda t: t.c, "f"))
-    out.append("static inline void *pyg_alloc(int64_t bytes)\n{\n"
-               "    return malloc(bytes > 0 ? (size_t)bytes : 1);\n}")
     out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
                "    int64_t m = omp_get_max_threads();\n"
@@ -62,7 +59,6 @@ class HostDialect(Dialect):
 
     # -- kernel entry -------------------------------------------------------------
     def kernel_open(self, em, fn):
-        from pygomp.compiler.emit import arg_words
         em.line(f"void {fn.name}(void **args, const int64_t *launch)")
         em.line("{")
         with em.indent():
@@ -82,47 +78,21 @@ class HostDialect(Dialect):
                 else:
                     em.line(f"{t.c} {name} = ({t.c})(intptr_t){w};")
             em.line("const int nthreads_ = pyg_threads(launch); (void)nthreads_;")
-        em.state.update(bufs=set(), frees=[])
+            if fn.sizes:                        # the private scratch, after the words
+                em.line(f"uint64_t *pyg_priv = (uint64_t *)args[{len(arg_words(fn))}];")
+                em.state["mine"], em.state["stride"] = em.private_layout()
 
-    def kernel_close(self, em, fn):
-        self._free(em, em.state["frees"])
-        em.line("}")
-
-    def kernel_return(self, em, fn, value):
-        if value is not None:
-            em.line(f"*{fn.ret_param} = {value};")
-        self._free(em, em.state["frees"])
-        em.line("return;")
-
-    def _free(self, em, names):
-        for name in names:
-            em.line(f"free({name});")
-
-    # -- private arrays sized at run time: malloc'ed once a thread, or at the start ------
+    # -- private arrays sized at run time: a thread's part of the private scratch --------
     def array_decl(self, em, name, t):
         if t.shape:
             return super().array_decl(em, name, t)
+        self._scratch_array(em, name, t)
+
+    def _scratch_array(self, em, name, t):
         for k, e in enumerate(em.extents(name)):
             em.line(f"const int64_t {name}__s{k} = {e};")
-        c = t.elem.c
-        if name in em.state["bufs"]:
-            em.line(f"{c} *{name} = pyg_buf_{name};")
-        else:
-            em.line(f"{c} *{name} = ({c} *)pyg_alloc(({em.count(name, t)}) * sizeof({c}));")
-            em.state["frees"].append(name)
-
-    def _buffers(self, em, loop):
-        """Allocate, before a loop runs in a thread, the buffers of the run-time sized
-        private arrays of its iterations; returns their names, to free after it."""
-        out = []
-        for name, t in loop.decls:
-            if isinstance(t, T.Array) and not t.shape:
-                size = " * ".join(f"({e})" for e in em.extents(name))
-                em.line(f"{t.elem.c} *pyg_buf_{name} = ({t.elem.c} *)pyg_alloc(({size}) * "
-                        f"sizeof({t.elem.c}));")
-                em.state["bufs"].add(name)
-                out.append(f"pyg_buf_{name}")
-        return out
+        em.line(f"{t.elem.c} *{name} = ({t.elem.c} *)(pyg_priv + omp_get_thread_num() * "
+                f"({em.state['stride']}) + {em.state['mine'][name]});")
 
     # -- loops and reductions ----------------------------------------------------
     def loop(self, em, loop):
@@ -173,11 +143,6 @@ class HostDialect(Dialect):
         em.line("}")
 
     def _iterate(self, em, loop, simd, lo, hi, trips):
-        bufs = self._buffers(em, loop)
-        self._iterate_rows(em, loop, simd, lo, hi, trips)
-        self._free(em, bufs)
-
-    def _iterate_rows(self, em, loop, simd, lo, hi, trips):
         k = f"k{em.uid()}_"
         pragma = ""
         if simd:
@@ -216,19 +181,18 @@ class HostDialect(Dialect):
         t, c = call.type.elem, call.type.elem.c
         n = em.count(call.local, T.Array(t, call.type.ndim, shape=call.type.shape))
         if call.phase == "INIT":
-            for k, e in enumerate(em.extents(call.local)):
-                em.line(f"const int64_t {call.local}__s{k} = {e};")
             if not copy:
+                for k, e in enumerate(em.extents(call.local)):
+                    em.line(f"const int64_t {call.local}__s{k} = {e};")
                 em.line(f"{c} *{call.local} = {call.outer};")
                 return
-            em.line(f"{c} *{call.local} = ({c} *)pyg_alloc(({n}) * sizeof({c}));")
+            self._scratch_array(em, call.local, call.type)
             em.line(f"for (int64_t e_ = 0; e_ < {n}; ++e_) {call.local}[e_] = "
                     f"{self.identity(call.op, t)};")
         elif call.phase == "FINI" and copy:
             em.line("#pragma omp critical")
             em.line(f"for (int64_t e_ = 0; e_ < {n}; ++e_) {call.outer}[e_] = "
                     f"{em.combine(call.op, t, f'{call.outer}[e_]', f'{call.local}[e_]')};")
-            em.line(f"free({call.local});")
 
     def atomic_add(self, em, s):
         em.line("#pragma omp atomic")

@@ -28,7 +28,7 @@ import math
 
 from pygomp.compiler import addrspace, ir, steps
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, private_terms, word_kinds
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -160,7 +160,7 @@ class OpenCLDialect(LoopLowering, Dialect):
                             f"((__global char *){name}__base + {name}__off);")
             em.line("const long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
             if found["private"]:
-                st["mine"], st["stride"] = self._private_layout(em, fn)
+                st["mine"], st["stride"] = em.private_layout()
                 em.line(f"__global ulong *pyg_mine = pyg_priv + (get_global_id(1) * "
                         f"get_global_size(0) + get_global_id(0)) * ({st['stride']});")
 
@@ -192,17 +192,6 @@ class OpenCLDialect(LoopLowering, Dialect):
         entry = plan.entries[k]
         if entry.combine is not None:
             self._sum_copies(em, entry.combine)
-
-    def _private_layout(self, em, fn):
-        """({array: its offset in a work-item's private scratch}, the words a work-item),
-        as text: one 8-byte word an element of each private array sized at run time and
-        of each array reduction copy, in order."""
-        offsets, off = {}, "0"
-        for name in fn.sizes:
-            offsets[name] = off
-            n = " * ".join(f"({e})" for e in em.extents(name))
-            off = n if off == "0" else f"{off} + {n}"
-        return offsets, off
 
     def _word(self, em, name, area, t):
         plan = em.state["plan"]
@@ -374,32 +363,9 @@ class OpenCLDialect(LoopLowering, Dialect):
         program = plan.program if plan.program != tuple(range(len(plan.entries))) else ()
         return KernelInfo(fn.pyname, tuple(em.state["names"]), word_kinds(fn), levels,
                           scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
-                          tree_bytes=16 * found["tree"], private=_private_terms(fn),
+                          tree_bytes=16 * found["tree"], private=private_terms(fn),
                           program=program, requires=tuple(sorted(needs)),
                           any_group_size=True)
-
-
-def _private_terms(fn):
-    """KernelInfo.private: one 8-byte word an element of each array sized at run time,
-    as (bytes, argument words) products."""
-    index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
-    terms = []
-    for name, dims in fn.sizes.items():
-        size, words = 8, []
-        for e in dims:
-            if isinstance(e, ir.Const):
-                size *= int(e.value)
-            elif isinstance(e, ir.Shape):
-                words.append(index[f"{e.array.name}__s{e.dim}"])
-            elif isinstance(e, ir.Var) and e.name in index:
-                words.append(index[e.name])
-            else:
-                raise CompileError(f"on OpenCL the extents of the private array {name!r} "
-                                   f"must be constants, scalar arguments or array extents "
-                                   f"(their product sizes it before the launch)", fn.file,
-                                   fn.decl_lines.get(name, fn.line))
-        terms.append((size, tuple(words)))
-    return tuple(terms)
 
 
 def _error(em, line, message):

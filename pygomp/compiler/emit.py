@@ -21,6 +21,7 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
 from . import ir
 from . import types as T
@@ -137,8 +138,8 @@ class Dialect:
     # -- the kernel contract ----------------------------------------------------------
     def kernel_info(self, em, fn: ir.Function) -> KernelInfo:
         """How the plugin launches the kernel (called once the kernel is emitted): by
-        default one entry, its argument words, all levels."""
-        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn))
+        default one entry, its argument words, all levels, its private scratch."""
+        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), private=private_terms(fn))
 
 
 @dataclass
@@ -254,6 +255,31 @@ def word_kinds(fn: ir.Function) -> tuple:
     """`KernelInfo.args` of a kernel: "p" for an address, else the scalar's kind."""
     return tuple("p" if role in ("array", "ret") else _WORD_KINDS[t.name]
                  for _, t, role in arg_words(fn))
+
+
+def private_terms(fn: ir.Function) -> tuple:
+    """`KernelInfo.private` of a kernel: its private arrays sized at run time and its
+    array reduction copies (``fn.sizes``), one 8-byte word an element, a participant;
+    an extent must be a constant, a scalar argument or an array extent (the plugin
+    multiplies argument words)."""
+    index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
+    terms = []
+    for name, dims in fn.sizes.items():
+        size, words = 8, []
+        for e in dims:
+            if isinstance(e, ir.Const):
+                size *= int(e.value)
+            elif isinstance(e, ir.Shape):
+                words.append(index[f"{e.array.name}__s{e.dim}"])
+            elif isinstance(e, ir.Var) and e.name in index:
+                words.append(index[e.name])
+            else:
+                raise CompileError(f"the extents of the private array {name!r} must be "
+                                   f"constants, scalar arguments or array extents (their "
+                                   f"product sizes it before the launch)", fn.file,
+                                   fn.decl_lines.get(name, fn.line))
+        terms.append((size, tuple(words)))
+    return tuple(terms)
 
 
 def c_const(value, t: T.Scalar, tname: str) -> str:
@@ -474,6 +500,16 @@ class Emitter:
     def extents(self, name: str) -> list[str]:
         """The run-time extents of a private array or reduction copy, as text."""
         return [self.expr(e) for e in self.cur.sizes[name]]
+
+    def private_layout(self) -> tuple[dict, str]:
+        """({array: the word where it starts in a participant's private scratch}, the
+        words a participant), as text, in the order of `private_terms`."""
+        offsets, off = {}, "0"
+        for name in self.fn.sizes:
+            offsets[name] = off
+            n = " * ".join(f"({e})" for e in self.extents(name))
+            off = n if off == "0" else f"{off} + {n}"
+        return offsets, off
 
     # -- loops: helpers for dialects --------------------------------------------
     def trip(self, d: ir.Dim) -> str:
