@@ -258,7 +258,7 @@ def scratch_rows(A, out, m: int):
         acc = 0.0
         for j in range(k):
             acc += s[k - 1 - j] * (j + 1)
-        out[i] = acc + t[m - 1, 0] + t[0, 1]
+        out[i] = acc + t[m - 1, 0] + t[0, 1] + dot_row(s, s)     # passed to a helper
 
 
 def test_array_reductions(device):
@@ -278,7 +278,8 @@ def test_private_arrays_sized_at_run_time(device):
     A = np.random.default_rng(6).random((17, 11))
     out = np.zeros(17)
     scratch_rows.on(device)(A, out, 5)
-    ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i for i in range(17)]
+    ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i + 4 * (A[i] ** 2).sum()
+           for i in range(17)]
     np.testing.assert_allclose(out, ref, rtol=1e-12)
 
 
@@ -288,4 +289,4 @@ def test_private_arrays_that_cannot_fit(device):
     with pytest.raises(PluginError, match=r"\d+ bytes"):
         scratch_rows.on(device)(A, out, 10**11)
     scratch_rows.on(device)(A, out, 2)           # the device is still usable
-    assert out.tolist() == [21.0, 22.0, 23.0]
+    assert out.tolist() == [37.0, 38.0, 39.0]

@@ -256,3 +256,16 @@ def test_second_process_runs_kernels_without_the_opencl_compiler(cldev, tmp_path
 
     assert child() == {"builds": 1, "cache_hits": 0}
     assert child() == {"builds": 0, "cache_hits": 1}
+
+
+def test_array_across_a_cut_is_a_clear_error():
+    def keeps(x):
+        acc = np.zeros(3)
+        for i in omp.parallel_range(x.shape[0]):
+            x[i] += 1.0
+        x[0] = acc[0]
+
+    with pytest.raises(CompileError, match="'acc' is created outside the parallel loops and "
+                                           "used on both sides of a gang loop") as info:
+        omp.target(keeps).source(np.zeros(4), target="opencl")
+    assert "test_opencl_dialect.py:" in str(info.value)

@@ -264,6 +264,8 @@ class Statements:
             space = "local"
         else:
             space = "private"
+        if sized is not None:
+            space = "global"        # a work-item's part of the global private scratch
         t = T.Array(elem, len(dims), space, tuple(int(d) for d in shape))
         cname = self.cname(name)
         if sized is not None:

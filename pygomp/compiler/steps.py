@@ -269,12 +269,11 @@ class _Builder:
 
     def check_arrays(self):
         """A private or team-shared array outside parallel loops lives in one launch."""
-        seen = {}
+        seen, top = {}, {c for c, t in self.fn.decls if isinstance(t, T.Array)}
         for k, e in enumerate(self.entries):
             for n in ir.walk(e.body):
-                if isinstance(n, ir.ArrayRef) and n.type.space != "global":
-                    top = any(c == n.name for c, _ in self.fn.decls)
-                    if top and seen.setdefault(n.name, k) != k:
+                if isinstance(n, (ir.ArrayRef, ir.ArrayInit)) and n.name in top:
+                    if seen.setdefault(n.name, k) != k:
                         raise CompileError(f"the array {n.name!r} is created outside the "
                                            f"parallel loops and used on both sides of a "
                                            f"gang loop ({self.fn.pyname}); create it inside "
