@@ -155,8 +155,8 @@ class LoopLowering:
     def _guarded(self, em, stmts, act):
         """Statements run by every work-item of a uniform loop, doing work only where
         ``act``: a statement without barriers is skipped, one with barriers (nested
-        loops) runs empty, and an ``if`` around barriers is predicated so that every
-        work-item reaches them."""
+        loops) runs empty, an ``if`` around barriers is predicated and a ``for`` runs
+        its trips with its body guarded, so that every work-item reaches them."""
         st = em.state
         for s in stmts:
             if not _has_sync([s]):
@@ -173,6 +173,12 @@ class LoopLowering:
                     e = f"pyg_c{em.uid()}"
                     em.line(f"const int {e} = ({act}) && !{c};")
                     self._guarded(em, s.orelse, e)
+            elif isinstance(s, ir.For):         # the same trips everywhere, guarded body
+                em.at(s.line)
+                em.s_For(s, lambda: self._guarded(em, s.body, act))
+            elif isinstance(s, ir.While):
+                em.at(s.line)
+                em.s_While(s, lambda: self._guarded(em, s.body, act), act)
             else:
                 saved, st["active"] = st["active"], act
                 em.stmt(s)

@@ -164,9 +164,10 @@ class OpenCLDialect(LoopLowering, Dialect):
                 em.line(f"__global ulong *pyg_mine = pyg_priv + (get_global_id(1) * "
                         f"get_global_size(0) + get_global_id(0)) * ({st['stride']});")
 
-    def kernel_start(self, em, fn):
+    def kernel_body(self, em, fn, body):
         """Load the carried scalars, finish the gang reductions of the launch before,
-        leave at once after a return."""
+        then the statements: after a return, they do nothing (no early return, which
+        PoCL's work-groups get wrong before a barrier), the loops' flags cleared."""
         st, plan = em.state, em.state["plan"]
         k = st["k"]
         area = plan.parity[k]
@@ -177,21 +178,17 @@ class OpenCLDialect(LoopLowering, Dialect):
         if k:
             for name, t in plan.carried:
                 em.line(f"{name} = {self._word(em, name, area, t)};")
-        if plan.done and k:
-            em.line(f"if ({plan.done}) {{")
-            with em.indent():
-                em.line(f"if ({self.leader(em)}) {{")
-                with em.indent():
-                    for name in [plan.done] + plan.flags:
-                        em.line(f"{self._word(em, name, 1 - area, T.BOOL)} = {int(name == plan.done)};")
-                em.line("}")
-                em.line("return;")
-            em.line("}")
         if k:
             self._finish_gang_reductions(em, plan)
         entry = plan.entries[k]
         if entry.combine is not None:
             self._sum_copies(em, entry.combine)
+        if plan.done and k:
+            for name in plan.flags:
+                em.line(f"if ({plan.done}) {name} = 0;")
+            self._guarded(em, body, f"!{plan.done}")
+        else:
+            em.stmts(body)
 
     def _word(self, em, name, area, t):
         plan = em.state["plan"]
@@ -206,9 +203,10 @@ class OpenCLDialect(LoopLowering, Dialect):
     def _finish_gang_reductions(self, em, plan):
         """Combine the partials a gang loop of the launch before left (its pending word
         holds its number of gangs) into the reduction variables."""
-        loops = {}
+        loops, before = {}, plan.before(em.state["k"])
         for loop, r in plan.reductions:
-            loops.setdefault(id(loop), (loop, []))[1].append(r)
+            if any(any(n is loop for n in ir.walk(plan.entries[p].body)) for p in before):
+                loops.setdefault(id(loop), (loop, []))[1].append(r)
         for loop, reds in loops.values():
             pend = plan.pending[id(loop)]
             em.line(f"if ({pend}) {{")

@@ -95,8 +95,9 @@ class Dialect:
         of `arg_words` from the arguments (and the result pointer ``fn.ret_param``)."""
         raise NotImplementedError
 
-    def kernel_start(self, em, fn: ir.Function) -> None:
-        """Code after the declarations of the kernel's variables, before its statements."""
+    def kernel_body(self, em, fn: ir.Function, body: list) -> None:
+        """The statements of an entry (after the declarations of the kernel's variables)."""
+        em.stmts(body)
 
     def kernel_close(self, em, fn: ir.Function) -> None:
         em.line("}")
@@ -362,8 +363,7 @@ class Emitter:
             self.d.kernel_open(self, fn)
             with self.indent():
                 self.decls(fn.decls)
-                self.d.kernel_start(self, fn)
-                self.stmts(body)
+                self.d.kernel_body(self, fn, body)
             self.d.kernel_close(self, fn)
         return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
                     (self.d.kernel_info(self, fn),), written(fn))
@@ -430,13 +430,15 @@ class Emitter:
                 self.stmts(orelse)
         self.line("}")
 
-    def s_While(self, s):
-        self.line(f"while ({self.expr(s.cond)}) {{")
+    def s_While(self, s, body=None, cond=None):
+        """(``body``: a function that emits the body; ``cond``: text that must hold too)"""
+        c = self.expr(s.cond)
+        self.line(f"while ({c if cond is None else f'({cond}) && {c}'}) {{")
         with self.indent():
-            self.stmts(s.body)
+            body() if body else self.stmts(s.body)
         self.line("}")
 
-    def s_For(self, s):
+    def s_For(self, s, body=None):
         i64 = self.type(T.INT64)
         u = self.uid()
         stop, step = self.expr(s.stop), self.expr(s.step)
@@ -454,7 +456,7 @@ class Emitter:
             self.line(f"for ({i64} {i} = {self.expr(s.start)}; {cmp}; {inc}) {{")
             with self.indent():
                 self.line(f"{s.var} = {i};")
-                self.stmts(s.body)
+                body() if body else self.stmts(s.body)
             self.line("}")
         self.line("}")
 

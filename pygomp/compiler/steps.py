@@ -71,6 +71,13 @@ class Plan:
     done: str | None = None     # set by a return: the entries after it do nothing
     flags: list = field(default_factory=list)      # carried names the plugin reads
 
+    def before(self, k: int) -> set:
+        """The entries that may run right before entry k (the program's back edges
+        included)."""
+        preds = {}
+        _flow(self.program, set(), preds)
+        return preds.get(k, set())
+
     @property
     def words(self) -> int:
         return len(self.carried)
@@ -86,6 +93,25 @@ class Plan:
     @property
     def gang_words(self) -> int:
         return len(self.reductions)
+
+
+def _flow(ops, before, preds):
+    """Record in ``preds`` the entries that may precede each entry of ``ops`` when the
+    entries ``before`` may precede them; returns the entries that may come last."""
+    cur = set(before)
+    for op in ops:
+        if isinstance(op, int):
+            preds.setdefault(op, set()).update(cur)
+            cur = {op}
+            continue
+        start, entry = set(cur), set(cur)         # a loop of launches runs 0+ times
+        while True:
+            end = _flow(op[2], entry, preds)
+            if start | end == entry:
+                break
+            entry = start | end
+        cur = start | end
+    return cur
 
 
 def is_gang_loop(s) -> bool:
