@@ -146,20 +146,21 @@ class LoopLowering:
         for s in em.dim_values(loop, k, trips):
             em.line(s)
         em.decls(loop.decls)
-        if act is None:
-            em.stmts(loop.body)
-        else:
-            self._guarded(em, loop.body, act)
+        self._guarded(em, loop.body, act or "1")
         st["active"] = saved
 
     def _guarded(self, em, stmts, act):
         """Statements run by every work-item of a uniform loop, doing work only where
         ``act``: a statement without barriers is skipped, one with barriers (nested
         loops) runs empty, an ``if`` around barriers is predicated and a ``for`` runs
-        its trips with its body guarded, so that every work-item reaches them."""
+        its trips with its body guarded, so that every work-item reaches them.  (PoCL's
+        work-groups cannot take a barrier under an ``if`` either, even a uniform one.)"""
         st = em.state
         for s in stmts:
             if not _has_sync([s]):
+                if act == "1":
+                    em.stmt(s)
+                    continue
                 em.line(f"if ({act}) {{")
                 with em.indent():
                     em.stmt(s)

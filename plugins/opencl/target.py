@@ -186,9 +186,7 @@ class OpenCLDialect(LoopLowering, Dialect):
         if plan.done and k:
             for name in plan.flags:
                 em.line(f"if ({plan.done}) {name} = 0;")
-            self._guarded(em, body, f"!{plan.done}")
-        else:
-            em.stmts(body)
+        self._guarded(em, body, f"!{plan.done}" if plan.done and k else "1")
 
     def _word(self, em, name, area, t):
         plan = em.state["plan"]

@@ -158,10 +158,13 @@ class _Builder:
 
     def build(self):
         self.seq(self.fn.body)
-        self.cut()
-        done = None
-        if any(isinstance(n, ir.Return) for e in self.entries[:-1] for n in ir.walk(e.body)):
-            done = self.var("done", T.BOOL)
+        if not self.entries:
+            self.target()
+        self.cut(force=not self.entries)
+        done, last = None, self.ops[-1] if isinstance(self.ops[-1], int) else None
+        if any(isinstance(n, ir.Return) for k, e in enumerate(self.entries) if k != last
+               for n in ir.walk(e.body)):
+            done = self.var("done", T.BOOL)       # launches after a return do nothing
         self.check_arrays()
         p = Plan(self.entries, (), self.carried, self.parity, self.reductions, self.pending,
                  self.copies, done, self.flags)
