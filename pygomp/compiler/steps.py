@@ -10,7 +10,7 @@ global scratch buffer that persists across them.  `plan(fn)` decides the cuts:
 - a gang loop ends its entry (if anything follows it); its gang reduction partials (one
   a gang, in scratch) are combined into the variable by whichever entry runs next; the
   copies of its array reductions (one a work-item) are summed by an entry of their own
-  (``Entry.combine``) that follows it at once;
+  (``Launch.combine``) that follows it at once;
 - a gang loop starts a new entry if what precedes it in the entry stores to memory
   (sequential code stores from one work-item; scalars alone are recomputed by every
   gang, so they need no cut);
@@ -32,7 +32,7 @@ area 1, then the gang partials: gang g's partial of gang reduction slot r at wor
 ``2 * words + g * len(reductions) + r``.  A gang loop with reductions leaves its number
 of gangs in its ``pending`` word (zero: nothing to combine).
 
-How a dialect uses it (see pygomp_plugins.opencl.target): emit each `Entry` as a kernel
+How a dialect uses it (see pygomp_plugins.opencl.target): emit each `Launch` as a kernel
 entry point with the same parameters; at its start declare the function's variables,
 load the carried words of area ``parity[k]`` (``Plan.word``), combine pending gang
 reductions, leave at once if ``done`` is set (copying ``done`` on); at its end let one
@@ -52,7 +52,7 @@ from . import types as T
 
 
 @dataclass
-class Entry:
+class Launch:
     body: list                  # IR statements of one launch
     levels: set = field(default_factory=set)       # the levels it partitions
     combine: object = None      # a gang loop whose array reduction copies this entry sums
@@ -60,7 +60,7 @@ class Entry:
 
 @dataclass
 class Plan:
-    entries: list               # [Entry]
+    entries: list               # [Launch]
     program: tuple              # entry index | ("repeat"|"while", word, ops)
     carried: list               # [(C name, type)]: the scalars kept between launches
     parity: list                # per entry: the area it loads (it stores the other)
@@ -144,7 +144,7 @@ class _Builder:
     def __init__(self, fn):
         self.fn = fn
         self.entries, self.parity = [], []
-        self.open = None            # the Entry being filled, or None
+        self.open = None            # the Launch being filled, or None
         self.chain = []             # the If nodes of `guards` made in the open entry
         self.guards = []            # conditions around what is appended now
         self.effects = False        # the open entry stores to memory
@@ -186,7 +186,7 @@ class _Builder:
     def target(self):
         """The statement list that appending goes to: the open entry, inside its guards."""
         if self.open is None:
-            self.open, self.chain, self.effects = Entry([]), [], False
+            self.open, self.chain, self.effects = Launch([]), [], False
         while len(self.chain) < len(self.guards):
             node = ir.If(self.guards[len(self.chain)], [], [])
             (self.chain[-1].body if self.chain else self.open.body).append(node)
@@ -232,7 +232,7 @@ class _Builder:
                 self.cut()
                 if len(scalars) < len(s.reductions):     # array copies: summed at once
                     self.copies[id(s)] = self.var("items", T.INT64)
-                    self.open = Entry([], {"gang", "worker", "vector"}, combine=s)
+                    self.open = Launch([], {"gang", "worker", "vector"}, combine=s)
                     self.cut(force=True)
             elif isinstance(s, ir.If) and has_gang_loop([s]):
                 flag = self.var("if", T.BOOL)
@@ -290,7 +290,7 @@ class _Builder:
         self.seq(head + body + tail)
         self.cut()
         if self.area != area:                        # an even number of entries a round
-            self.open = Entry([])
+            self.open = Launch([])
             self.cut(force=True)
         self.guards = outer_guards
         body_ops, self.ops = self.ops, outer_ops
