@@ -245,8 +245,7 @@ def array_sums(A, x, y, h):
 
 @omp.target
 def scratch_rows(A, out, m: int):
-    n = A.shape[0]
-    k = A.shape[1]
+    n, k = A.shape                       # names of the arguments' values may size arrays
     for i in omp.parallel_range(n):
         s = np.zeros(k)                  # sized at run time, one a thread
         t = np.empty((m, 2), np.int64)

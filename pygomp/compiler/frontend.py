@@ -150,6 +150,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.counts = scoping.assignments(self.node.body)
         self.assigned = set(self.counts)
         self.top = {id(s) for s in self.node.body}   # statements at the function's top
+        self.made = []              # statements made from those (tuple assignments)
         self.defs = {}              # C name -> the value of a variable assigned once there
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies

@@ -77,15 +77,22 @@ class Statements:
         names = {n.id for t in target.elts for n in ast.walk(t) if isinstance(n, ast.Name)}
         used = {n.id for v in value.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
         out = []
+
+        def one(t, v):          # an assignment at the top stays at the top (see defs)
+            a = ast.copy_location(ast.Assign(targets=[t], value=v), s)
+            if id(s) in self.top:
+                self.top.add(id(a))
+                self.made.append(a)         # kept alive, so its id stays its own
+            return self.block([a])
         if names & used:
             temps = []
             for k, v in enumerate(value.elts):
                 tmp = ast.copy_location(ast.Name(id=f"__tup{self.line(s)}_{k}", ctx=ast.Store()), s)
-                out += self.block([ast.copy_location(ast.Assign(targets=[tmp], value=v), s)])
+                out += one(tmp, v)
                 temps.append(ast.copy_location(ast.Name(id=tmp.id, ctx=ast.Load()), s))
             value = ast.Tuple(elts=temps, ctx=ast.Load())
         for t, v in zip(target.elts, value.elts):
-            out += self.block([ast.copy_location(ast.Assign(targets=[t], value=v), s)])
+            out += one(t, v)
         return out
 
     def stmt_AnnAssign(self, s):
