@@ -145,8 +145,8 @@ class OpenCLDialect(LoopLowering, Dialect):
                 params.append(f"{self.type_name(t)} {name}")
         if found["scratch"]:
             params.append("__global ulong *pyg_scratch")
-        if found["private"]:
-            params.append("__global ulong *pyg_priv")
+        if found["private"]:        # each work-item's own part, in a buffer of its own
+            params.append("__global ulong *restrict pyg_priv")
         if found["tree"]:
             params.append("__local ulong *pyg_tree")
         em.line(f"__kernel void {em.entry}({', '.join(params)})")
