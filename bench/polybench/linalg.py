@@ -21,10 +21,10 @@ def gemm(alpha: float, beta: float, C, A, B):
     ni, nj, nk = C.shape[0], C.shape[1], A.shape[1]
     for i in omp.parallel_range(ni):
         for j in range(nj):
-            C[i, j] *= beta
+            C[i][j] *= beta
         for k in range(nk):
             for j in range(nj):
-                C[i, j] += alpha * A[i, k] * B[k, j]
+                C[i][j] += alpha * A[i][k] * B[k][j]
 
 
 @omp.target
@@ -32,27 +32,27 @@ def k2mm(alpha: float, beta: float, tmp, A, B, C, D):
     ni, nj, nk, nl = A.shape[0], B.shape[1], A.shape[1], C.shape[1]
     for i in omp.parallel_range(ni):
         for j in range(nj):
-            tmp[i, j] = 0.0
+            tmp[i][j] = 0.0
             for k in range(nk):
-                tmp[i, j] += alpha * A[i, k] * B[k, j]
+                tmp[i][j] += alpha * A[i][k] * B[k][j]
     for i in omp.parallel_range(ni):
         for j in range(nl):
-            D[i, j] *= beta
+            D[i][j] *= beta
             for k in range(nj):
-                D[i, j] += tmp[i, k] * C[k, j]
+                D[i][j] += tmp[i][k] * C[k][j]
 
 
 @omp.target
 def atax(A, x, y, tmp):
     m, n = A.shape[0], A.shape[1]
-    for i in omp.parallel_range(m):
-        tmp[i] = 0.0
-        for j in range(n):
-            tmp[i] += A[i, j] * x[j]
     for j in omp.parallel_range(n):
         y[j] = 0.0
-        for i in range(m):
-            y[j] += A[i, j] * tmp[i]
+    for i in omp.parallel_range(m, reduction="+:y"):
+        tmp[i] = 0.0
+        for j in range(n):
+            tmp[i] += A[i][j] * x[j]
+        for j in range(n):
+            y[j] += A[i][j] * tmp[i]
 
 
 @omp.target
@@ -60,12 +60,11 @@ def bicg(A, s, q, p, r):
     n, m = A.shape[0], A.shape[1]
     for j in omp.parallel_range(m):
         s[j] = 0.0
-        for i in range(n):
-            s[j] += r[i] * A[i, j]
-    for i in omp.parallel_range(n):
+    for i in omp.parallel_range(n, reduction="+:s"):
         q[i] = 0.0
         for j in range(m):
-            q[i] += A[i, j] * p[j]
+            s[j] += r[i] * A[i][j]
+            q[i] += A[i][j] * p[j]
 
 
 @omp.target
@@ -94,25 +93,24 @@ def gesummv(alpha: float, beta: float, A, B, tmp, x, y):
 @omp.target
 def syrk(alpha: float, beta: float, C, A):
     n, m = A.shape[0], A.shape[1]
-    for i in omp.parallel_range(n):
+    for i in omp.parallel_range(n, collapse=2):
         for j in range(i + 1):
-            C[i, j] *= beta
-        for k in range(m):
-            for j in range(i + 1):
-                C[i, j] += alpha * A[i, k] * A[j, k]
+            C[i][j] *= beta
+            for k in range(m):
+                C[i][j] += alpha * A[i][k] * A[j][k]
 
 
 @omp.target
-def doitgen(A, C4, sum_):
+def doitgen(A, C4):
     nr, nq, np_ = A.shape[0], A.shape[1], A.shape[2]
     for r in omp.parallel_range(nr, collapse=2):
         for q in range(nq):
+            acc = np.zeros(np_)
             for p in range(np_):
-                sum_[r, q, p] = 0.0
                 for s in range(np_):
-                    sum_[r, q, p] += A[r, q, s] * C4[s, p]
+                    acc[p] += A[r][q][s] * C4[s][p]
             for p in range(np_):
-                A[r, q, p] = sum_[r, q, p]
+                A[r][q][p] = acc[p]
 
 
 def _gemm(ni, nj, nk):
@@ -151,8 +149,7 @@ def _syrk(n, m):
 
 def _doitgen(nr, nq, np_):
     A = _mat(nr * nq, np_, 1, 1).reshape(nr, nq, np_)
-    return dict(nr=nr, nq=nq, np_=np_, A=A, C4=_mat(np_, np_, 1, 3),
-                sum_=np.zeros((nr, nq, np_)))
+    return dict(nr=nr, nq=nq, np_=np_, A=A, C4=_mat(np_, np_, 1, 3))
 
 
 def _syrk_ref(d):

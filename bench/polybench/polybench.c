@@ -1,4 +1,5 @@
-/* The benchmark loop nests by hand, parallelized with `#pragma omp parallel for` as one
+/* The benchmark loop nests by hand, parallelized with `#pragma omp parallel for` (and its
+ * reduction on array sections, non-rectangular collapse) as one
  * would write them in C (gcc -O3 -march=native -fopenmp).  Each function has the same
  * loops as its Python kernel; the harness passes arguments by parameter name, so a
  * prototype must stay on one line. */
@@ -40,37 +41,35 @@ void k2mm(int64_t ni, int64_t nj, int64_t nk, int64_t nl, double alpha, double b
         }
 }
 
-/* y = A^T (A x): tmp by rows, then y by columns (no array reduction on y) */
+/* y = A^T (A x): tmp and y by rows, y an array reduction */
 void atax(int64_t m, int64_t n, double A[m][n], double x[n], double y[n], double tmp[m])
 {
     #pragma omp parallel for
+    for (int64_t j = 0; j < n; j++)
+        y[j] = 0.0;
+    #pragma omp parallel for reduction(+:y[:n])
     for (int64_t i = 0; i < m; i++) {
         tmp[i] = 0.0;
         for (int64_t j = 0; j < n; j++)
             tmp[i] += A[i][j] * x[j];
-    }
-    #pragma omp parallel for
-    for (int64_t j = 0; j < n; j++) {
-        y[j] = 0.0;
-        for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
             y[j] += A[i][j] * tmp[i];
     }
 }
 
-/* q = A p by rows, s = A^T r by columns */
+/* q = A p and s = A^T r by rows, s an array reduction */
 void bicg(int64_t n, int64_t m, double A[n][m], double s[m], double q[n], double p[m], double r[n])
 {
     #pragma omp parallel for
-    for (int64_t j = 0; j < m; j++) {
+    for (int64_t j = 0; j < m; j++)
         s[j] = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            s[j] += r[i] * A[i][j];
-    }
-    #pragma omp parallel for
+    #pragma omp parallel for reduction(+:s[:m])
     for (int64_t i = 0; i < n; i++) {
         q[i] = 0.0;
-        for (int64_t j = 0; j < m; j++)
+        for (int64_t j = 0; j < m; j++) {
+            s[j] += r[i] * A[i][j];
             q[i] += A[i][j] * p[j];
+        }
     }
 }
 
@@ -103,29 +102,29 @@ void gesummv(int64_t n, double alpha, double beta, double A[n][n], double B[n][n
 /* C = alpha A A^T + beta C on the lower triangle */
 void syrk(int64_t n, int64_t m, double alpha, double beta, double C[n][n], double A[n][m])
 {
-    #pragma omp parallel for
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j <= i; j++)
+    #pragma omp parallel for collapse(2)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j <= i; j++) {
             C[i][j] *= beta;
-        for (int64_t k = 0; k < m; k++)
-            for (int64_t j = 0; j <= i; j++)
+            for (int64_t k = 0; k < m; k++)
                 C[i][j] += alpha * A[i][k] * A[j][k];
-    }
+        }
 }
 
-/* A[r][q][:] = A[r][q][:] C4, through sum_[r][q][:] */
-void doitgen(int64_t nr, int64_t nq, int64_t np_, double A[nr][nq][np_], double C4[np_][np_], double sum_[nr][nq][np_])
+/* A[r][q][:] = A[r][q][:] C4, through a private acc[:] */
+void doitgen(int64_t nr, int64_t nq, int64_t np_, double A[nr][nq][np_], double C4[np_][np_])
 {
     #pragma omp parallel for collapse(2)
     for (int64_t r = 0; r < nr; r++)
         for (int64_t q = 0; q < nq; q++) {
-            for (int64_t p = 0; p < np_; p++) {
-                sum_[r][q][p] = 0.0;
-                for (int64_t s = 0; s < np_; s++)
-                    sum_[r][q][p] += A[r][q][s] * C4[s][p];
-            }
+            double acc[np_];
             for (int64_t p = 0; p < np_; p++)
-                A[r][q][p] = sum_[r][q][p];
+                acc[p] = 0.0;
+            for (int64_t p = 0; p < np_; p++)
+                for (int64_t s = 0; s < np_; s++)
+                    acc[p] += A[r][q][s] * C4[s][p];
+            for (int64_t p = 0; p < np_; p++)
+                A[r][q][p] = acc[p];
         }
 }
 

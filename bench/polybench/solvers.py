@@ -29,8 +29,8 @@ def cholesky(A, p):
         p[i] = pi
         for j in omp.parallel_range(i + 1, n):
             y = A[i, j]
-            for kk in range(i):
-                y -= A[j, kk] * A[i, kk]
+            for k in range(i):
+                y -= A[j, k] * A[i, k]
             A[j, i] = y * pi
 
 
