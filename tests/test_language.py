@@ -289,3 +289,29 @@ def test_private_arrays_that_cannot_fit(device):
         scratch_rows.on(device)(A, out, 10**11)
     scratch_rows.on(device)(A, out, 2)           # the device is still usable
     assert out.tolist() == [37.0, 38.0, 39.0]
+
+
+# -- loads read once before a loop (OpenCL) ----------------------------------------------
+
+@omp.target
+def row_updates(A, B):
+    """Loads that a loop's stores miss (read once, before it, on OpenCL) and one they hit."""
+    n = A.shape[0]
+    for k in range(n - 1):
+        for i in omp.parallel_range(k + 1, n):
+            for j in range(k + 1, n):          # A[i, k]: the stores start after it
+                A[i, j] -= A[i, k] * A[k, j]
+            for j in range(k, n):              # B[i, k]: stored when j == k
+                B[i, j] -= B[i, k] * 0.5 + B[k, j]
+            for j in range(k):                 # B[i, k]: the stores stop before it
+                B[i, j] += B[i, k]
+
+
+def test_loads_hoisted_only_where_no_store_reaches(device):
+    rng = np.random.default_rng(8)
+    A, B = rng.random((9, 9)) + 9 * np.eye(9), rng.random((9, 9))
+    want_a, want_b = A.copy(), B.copy()
+    row_updates.py_func(want_a, want_b)
+    row_updates.on(device)(A, B)
+    np.testing.assert_allclose(A, want_a, rtol=1e-12)
+    np.testing.assert_allclose(B, want_b, rtol=1e-12)

@@ -269,3 +269,11 @@ def test_array_across_a_cut_is_a_clear_error():
                                            "used on both sides of a gang loop") as info:
         omp.target(keeps).source(np.zeros(4), target="opencl")
     assert "test_opencl_dialect.py:" in str(info.value)
+
+
+def test_loads_no_store_reaches_are_read_before_the_loop():
+    from test_language import row_updates
+    src = row_updates.source(np.zeros((2, 2)), np.zeros((2, 2)), target="opencl")
+    assert src.count("? A[(i) * A__s1 + k] : 0;") == 1         # the A loop's
+    assert src.count("? B[(i) * B__s1 + k] : 0;") == 1         # the last loop's only
+    assert "(B[(i) * B__s1 + k] * 0.5" in src                   # read in every trip

@@ -93,6 +93,7 @@ def _atomic_types(fn):
 class OpenCLDialect(LoopLowering, Dialect):
     target = "opencl"
     float32_suffix = ""         # OpenCL C overloads its math functions
+    hoist_loads = True          # PoCL reads A[i, k] again in every trip of a j loop
 
     # -- text pieces ---------------------------------------------------------------
     def preamble(self, fn):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import ir
+from . import hoist, ir
 from . import types as T
 from .reductions import combine
 
@@ -35,6 +35,7 @@ class Dialect:
     ``em.indent()``, ``em.uid()``, ``em.state`` a dict for the dialect's own bookkeeping).
     """
     target = "?"            # the target of the plugin that compiles it (Image.target)
+    hoist_loads = False     # read loads no iteration changes once, before a loop (hoist.py)
 
     # -- text pieces -------------------------------------------------------------
     def preamble(self, fn: ir.Function) -> str:
@@ -321,6 +322,7 @@ class Emitter:
         self.state = {}
         self._uid = 0
         self.cur = fn               # the function being emitted
+        self.loads = {}             # text of a load -> the local it was read into
 
     # -- text ---------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -453,11 +455,21 @@ class Emitter:
                 self.line(f"const {i64} __step{u} = {step};")
                 cmp = f"(__step{u} > 0 ? {i} < __stop{u} : {i} > __stop{u})"
                 inc = f"{i} += __step{u}"
-            self.line(f"for ({i64} {i} = {self.expr(s.start)}; {cmp}; {inc}) {{")
+            start = self.expr(s.start)
+            hoisted = {}
+            for m, load in enumerate(hoist.invariant_loads(s) if self.d.hoist_loads else ()):
+                text, name = self.expr(load), f"__h{u}_{m}"
+                self.line(f"const {self.type(load.type)} {name} = {start} < __stop{u} ? "
+                          f"{text} : 0;")
+                hoisted[text] = name
+            self.loads.update(hoisted)
+            self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
             with self.indent():
                 self.line(f"{s.var} = {i};")
                 body() if body else self.stmts(s.body)
             self.line("}")
+            for text in hoisted:
+                del self.loads[text]
         self.line("}")
 
     def s_ParLoop(self, s):
@@ -654,7 +666,8 @@ class Emitter:
             else:
                 ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}"
                 flat = f"({flat}) * {ext} + {x}"
-        return f"{a.name}[{flat}]"
+        text = f"{a.name}[{flat}]"
+        return self.loads.get(text, text)
 
     def e_BinOp(self, e):
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
