@@ -397,7 +397,7 @@ def test_cli_prints_every_kernel_of_an_example(capsys):
     out = capsys.readouterr().out
     # the annotation `a: float` wins over the signature's float32 scalar
     assert "kernel saxpy(a: float64, x: array(float32, 1d), y: array(float32, 1d))" in out
-    assert "float *x = (float *)args[1];" in out and "double a;" in out
+    assert "float *x = (float *)args[1];" in out and "double a = pyg_word_double(args[0]);" in out
 
 
 def test_cli_signature_parsing():

@@ -37,6 +37,10 @@ def _preamble():
     # A thread's part of the private scratch aliases nothing else the kernel sees: said
     # as gcc understands it (a fresh allocation), so it keeps values in registers and
     # vectorizes across stores into it, as for the private copies of its own OpenMP.
+    for c, u in (("double", "uint64_t"), ("float", "uint32_t")):
+        out.append(f"static inline {c} pyg_word_{c}(void *w)\n{{\n"
+                   f"    {u} u = ({u})(uintptr_t)w;\n    {c} v;\n"
+                   f"    memcpy(&v, &u, sizeof v);\n    return v;\n}}")
     out.append("__attribute__((malloc, noinline)) static void *pyg_own(void *p)\n"
                "{\n    return p;\n}")
     return "\n".join(out) + "\n"
@@ -73,12 +77,8 @@ class HostDialect(Dialect):
                 if role in ("array", "ret"):
                     elem = t.elem if role == "array" else t
                     em.line(f"{elem.c} *{name} = ({elem.c} *){w};")
-                elif t == T.FLOAT64:
-                    em.line(f"double {name}; {{ uint64_t w_ = (uint64_t)(uintptr_t){w}; "
-                            f"memcpy(&{name}, &w_, 8); }}")
-                elif t == T.FLOAT32:
-                    em.line(f"float {name}; {{ uint32_t w_ = (uint32_t)(uintptr_t){w}; "
-                            f"memcpy(&{name}, &w_, 4); }}")
+                elif t in (T.FLOAT64, T.FLOAT32):     # its address is never taken, so
+                    em.line(f"{t.c} {name} = pyg_word_{t.c}({w});")   # threads get a copy
                 elif t.is_bool:
                     em.line(f"bool {name} = (uintptr_t){w} != 0;")
                 else:
