@@ -78,6 +78,22 @@ def test_negative_index_at_run_time(device):
     np.testing.assert_array_equal(out, np.roll(x, 1) + np.roll(x, -1) - x)
 
 
+@omp.target
+def from_lo(x, out, start: int):
+    n = x.shape[0]
+    lo = max(1, start)                  # assigned once: i - 1 >= 0 below, no wrap needed
+    for i in omp.parallel_range(lo, n):
+        out[i] = x[i - 1] + x[start - n]      # start - n may be negative: it wraps
+
+
+def test_index_bounds_of_names_assigned_once(device):
+    x, out = np.arange(6.0), np.zeros(6)
+    from_lo.on(device)(x, out, 2)
+    assert out.tolist() == [0, 0, 1 + 2, 2 + 2, 3 + 2, 4 + 2]
+    src = from_lo.source(x, out, 2)
+    assert "x[(i - 1L)]" in src and "(((start - n) < 0L) ?" in src
+
+
 # -- continue in a parallel loop ---------------------------------------------------
 
 @omp.target

@@ -124,7 +124,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
         self.arrays = {}            # python name -> its ArrayRef or View, visible now
-        self.bounds = {}            # C name of a loop variable -> its lower bound in the loop
+        self.bounds = {}            # C name of a loop variable (in the loop) or of a name
+                                    # assigned once -> its lower bound
         self.seqvars = []           # loop variables of the enclosing range loops
         self.levels = []            # levels of enclosing parallel loops
         self.rid = 0

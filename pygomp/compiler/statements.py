@@ -162,12 +162,16 @@ class Statements:
                     self.changed = True
         cname = self.define(name, s)
         value = self.convert(v, self.vtypes[name], s)
-        if id(s) in self.top and self.counts.get(name) == 1 and isinstance(value.type, T.Scalar) \
+        if self.counts.get(name) == 1 and isinstance(value.type, T.Scalar) \
                 and value.type.is_int:
-            try:
-                self.defs[cname] = self.launch_value(value, s)
-            except Exception:       # noqa: BLE001  (not an argument value: no definition)
-                pass
+            lo = self.lower_bound(value)        # it holds wherever the name is read
+            if lo is not None:
+                self.bounds[cname] = lo
+            if id(s) in self.top:
+                try:
+                    self.defs[cname] = self.launch_value(value, s)
+                except Exception:   # noqa: BLE001  (not an argument value: no definition)
+                    pass
         return ir.Assign(ir.Var(cname, type=self.vtypes[name]), value)
 
     def bind(self, name, arr, s):
