@@ -250,13 +250,13 @@ class Spec:
                 raise TypeError(f"{pname} is not C-contiguous (strides {a.strides}); "
                                 f"pass a contiguous copy (np.ascontiguousarray)")
             if not a.flags.writeable:       # nothing may be copied back into it
-                self.refuse_read_only(pos, a)
+                self.refuse_read_only(pos)
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
         return items
 
-    def refuse_read_only(self, pos, a):
+    def refuse_read_only(self, pos):
         """A ValueError, before anything runs, if the kernel writes argument ``pos``."""
         w = self.written.get(pos)
         if w is not None:

@@ -3,8 +3,9 @@
 Levels: the outermost partitioned loop of a nest that includes gang or worker runs on
 OpenMP threads (its iterations split in equal contiguous chunks, one a thread); gang and
 worker loops nested inside it run sequentially in their thread; a vector level is
-``#pragma omp simd`` when the loop is innermost (else gcc vectorizes the inner loop).  So on the host a gang is one thread, ``omp.barrier()`` has nothing
-to wait for and a team-shared array is a private array of that thread.  Launch sizes:
+``#pragma omp simd`` when the loop is innermost (else gcc vectorizes the inner loop).  So
+on the host a gang is one thread, ``omp.barrier()`` has nothing to wait for and a
+team-shared array is a private array of that thread.  Launch sizes:
 ``num_gangs * num_workers`` threads when given, at most OpenMP's maximum (else that);
 ``vector_length`` is left to the compiler's simd width.
 
@@ -34,13 +35,13 @@ def _preamble():
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
                "    int64_t m = omp_get_max_threads();\n"
                "    return launch[0] > 0 || launch[1] > 0 ? (int)(n < m ? n : m) : (int)m;\n}")
-    # A thread's part of the private scratch aliases nothing else the kernel sees: said
-    # as gcc understands it (a fresh allocation), so it keeps values in registers and
-    # vectorizes across stores into it, as for the private copies of its own OpenMP.
-    for c, u in (("double", "uint64_t"), ("float", "uint32_t")):
+    for c, u in (("double", "uint64_t"), ("float", "uint32_t")):      # a float word
         out.append(f"static inline {c} pyg_word_{c}(void *w)\n{{\n"
                    f"    {u} u = ({u})(uintptr_t)w;\n    {c} v;\n"
                    f"    memcpy(&v, &u, sizeof v);\n    return v;\n}}")
+    # A thread's part of the private scratch aliases nothing else the kernel sees: said
+    # as gcc understands it (a fresh allocation), so it keeps values in registers and
+    # vectorizes across stores into it, as for the private copies of its own OpenMP.
     out.append("__attribute__((malloc, noinline)) static void *pyg_own(void *p)\n"
                "{\n    return p;\n}")
     return "\n".join(out) + "\n"
@@ -108,7 +109,6 @@ class HostDialect(Dialect):
                 and not any(isinstance(r.type, T.Array) for r in loop.reductions)
                 and not any(isinstance(n, (ir.For, ir.While, ir.ParLoop))  # gcc vectorizes
                             for n in ir.walk(loop.body)))                 # the inner one
-
         u = em.uid()
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
