@@ -70,7 +70,8 @@ def main(argv=None):
           f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}; "
           f"ratio = pygomp time / C time")
     for d in devs:
-        print(f"  device {d.number}: {d.info.name}")
+        kind = "the initial device" if d.is_initial else f"{d.plugin.name}: {d.info.name}"
+        print(f"  device {d.number}: {kind}")
     head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + "".join(
         f"{f'dev{d.number} ms':>11}{'ratio':>7}" for d in devs)
     print(head)
