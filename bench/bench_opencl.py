@@ -11,13 +11,12 @@ Times are the best of --repeat runs; ratios are pygomp's time over the other's.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp.runtime import devices
+from timing import duel, opencl_device
 
 
 @omp.target
@@ -43,36 +42,6 @@ __kernel void hand_saxpy(float a, __global const float *x, __global float *y)
 """
 
 
-def best(f, repeat):
-    f()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
-
-
-def duel(fs: dict, repeat):
-    """Best time of each function, measured in alternation (fair on a busy machine)."""
-    out = {k: float("inf") for k in fs}
-    for f in fs.values():
-        f()
-    for _ in range(repeat):
-        for k, f in fs.items():
-            t = time.perf_counter()
-            f()
-            out[k] = min(out[k], time.perf_counter() - t)
-    return out
-
-
-def find_device(word):
-    for d in devices.all_devices():
-        if d.plugin.name == "opencl" and d.info.matches(word):
-            return d
-    raise SystemExit(f"no OpenCL device matches {word!r}; try PYGOMP_DEVICES=opencl:{word}")
-
-
 def row(name, ours, others):
     cells = "  ".join(f"{k} {v * 1e3:8.3f} ms (x{ours / v:5.2f})" for k, v in others.items())
     print(f"{name:<14} pygomp {ours * 1e3:8.3f} ms   {cells}", flush=True)
@@ -85,7 +54,7 @@ def main():
     ap.add_argument("--device", default="pocl")
     args = ap.parse_args()
     import pyopencl as cl
-    dev = find_device(args.device)
+    dev = opencl_device(args.device)
     dev.ensure_init()
     cldev, ctx, queue = dev.plugin.cl_device(dev.local)
     print(f"device {dev.number}: {dev.info.name} ({dev.info.platform}), n = {args.n}, "

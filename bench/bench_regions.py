@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp.runtime import devices
+from timing import duel, opencl_device
 
 
 @omp.target
@@ -61,19 +60,6 @@ def sweep(a, b):
         b[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0
 
 
-def duel(fs: dict, repeat):
-    """Best time of each function, measured in alternation (fair on a busy machine)."""
-    out = {k: float("inf") for k in fs}
-    for f in fs.values():
-        f()
-    for _ in range(repeat):
-        for k, f in fs.items():
-            t = time.perf_counter()
-            f()
-            out[k] = min(out[k], time.perf_counter() - t)
-    return out
-
-
 def row(name, ours, theirs):
     print(f"{name:<12} one region {ours * 1e3:9.3f} ms   separate regions "
           f"{theirs * 1e3:9.3f} ms   ratio {ours / theirs:5.2f}", flush=True)
@@ -85,10 +71,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--device", default="pocl")
     args = ap.parse_args()
-    dev = next((d for d in devices.all_devices()
-                if d.plugin.name == "opencl" and d.info.matches(args.device)), None)
-    if dev is None:
-        raise SystemExit(f"no OpenCL device matches {args.device!r}")
+    dev = opencl_device(args.device)
     d = dev.number
     print(f"device {d}: {dev.info.name}, n = {args.n}, best of {args.repeat}")
     rng = np.random.default_rng(0)

@@ -1,0 +1,27 @@
+"""What the benchmarks share: timing in alternation and finding an OpenCL device."""
+from __future__ import annotations
+
+import time
+
+from pygomp.runtime import devices
+
+
+def duel(fs: dict, repeat):
+    """Best time of each function, measured in alternation (fair on a busy machine)."""
+    out = {k: float("inf") for k in fs}
+    for f in fs.values():
+        f()
+    for _ in range(repeat):
+        for k, f in fs.items():
+            t = time.perf_counter()
+            f()
+            out[k] = min(out[k], time.perf_counter() - t)
+    return out
+
+
+def opencl_device(word):
+    """The first OpenCL device whose name matches ``word`` (for example "pocl")."""
+    for d in devices.all_devices():
+        if d.plugin.name == "opencl" and d.info.matches(word):
+            return d
+    raise SystemExit(f"no OpenCL device matches {word!r}; try PYGOMP_DEVICES=opencl:{word}")
