@@ -45,7 +45,7 @@ from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target, 
                             worker_id)
 from .constructs import ARRAYS, as_array
 from .runtime import devices, images, kinds, mapping, tasks
-from .runtime.plugin import PluginError
+from .runtime.plugin import DeviceArray, PluginError
 
 __all__ = ["target", "declare_target", "Kernel", "CompileError", "gang", "worker", "vector",
            "parallel_range", "shared_array", "barrier", "atomic_add", "gang_id", "worker_id",
@@ -98,8 +98,8 @@ def _word(t: T.Scalar):
 
 
 def _key(args):
-    return tuple([(a.dtype.num, a.ndim) if isinstance(a, np.ndarray) else type(a)
-                  for a in args])
+    return tuple([(a.dtype.num, a.ndim) if isinstance(a, (np.ndarray, DeviceArray))
+                  else type(a) for a in args])
 
 
 def _arrays(args):
@@ -111,6 +111,38 @@ def _arrays(args):
             a = a if view is None else view
         out.append(a)
     return out
+
+
+def _on_gpu(a) -> bool:
+    """Whether an argument is an array in GPU memory: it has the CUDA array interface,
+    or DLPack says it lives on a device other than the CPU."""
+    if hasattr(a, "__cuda_array_interface__"):
+        return True
+    where = getattr(a, "__dlpack_device__", None)
+    try:
+        return where is not None and where()[0] != 1          # 1: kDLCPU
+    except Exception:       # noqa: BLE001  (a broken protocol: not a GPU array)
+        return False
+
+
+def _in_place(kernel, args, dev):
+    """``args`` with each array in GPU memory replaced by the device's view of it (a
+    `DeviceArray`, used in place like OpenMP's is_device_ptr data), or the error that
+    says why the device cannot use it."""
+    out = None
+    for pos, a in enumerate(args):
+        if isinstance(a, (np.ndarray, int, float)) or not _on_gpu(a):
+            continue
+        try:
+            view = dev.plugin.device_array(dev.local, a)
+        except (TypeError, ValueError) as e:
+            where = ("the initial device" if dev.is_initial else
+                     f"device {dev.number} ({dev.plugin.name})")
+            raise type(e)(f"{kernel.__name__}: argument {kernel.param_names[pos]!r} "
+                          f"({type(a).__name__}) cannot be used on {where}: {e}") from None
+        out = out or list(args)
+        out[pos] = view
+    return args if out is None else out
 
 
 class Spec:
@@ -242,6 +274,10 @@ class Spec:
         for pos, ((is_array, how, pname), a) in enumerate(zip(self.steps, args)):
             if not is_array:
                 add(_Item(how(a), 0, _FPI, None))
+                continue
+            if isinstance(a, DeviceArray):      # used in place: its address is the word
+                items += [_Item(a.address, 0, _FPI, None)] + [_Item(n, 0, _FPI, None)
+                                                               for n in a.shape]
                 continue
             if not isinstance(a, np.ndarray):
                 raise TypeError(f"{pname} must be an array ({ARRAYS}), not "
@@ -389,6 +425,9 @@ class Kernel:
                             f"{len(args)} given")
         out = []
         for name, a in zip(self.param_names, args):
+            if isinstance(a, DeviceArray):
+                out.append(T.Array(T.scalar(a.dtype), a.ndim))
+                continue
             t = T.of_value(a)
             if isinstance(t, T.Scalar) and name in self.annotations:
                 t = self.annotations[name]
@@ -448,7 +487,7 @@ class Kernel:
 
     def _prepare(self, args, dev):
         """The specialization for ``args``, ready on ``dev``, and the call's map items."""
-        args = _arrays(args)
+        args = _in_place(self, _arrays(args), dev)
         s = self._specs.get(_key(args)) or self.spec(args)
         self._last = s
         if dev.identity not in s.tables:
@@ -467,7 +506,7 @@ class Kernel:
                     return r.run(values)
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
-        if all(a.flags.writeable for _, a, _ in r.arrays):
+        if all(isinstance(a, np.ndarray) and a.flags.writeable for _, a, _ in r.arrays):
             s.repeats[dev] = r
         return r.run([items[i].addr for i in r.call.slots])
 

@@ -6,6 +6,8 @@
 - ``offload_device``: the same, without the initial device (separate memory only).
 - The kernel disk cache lives in a fresh directory for the whole session
   (``PYGOMP_CACHE_DIR``), so kernels compile once a session and tests stay hermetic.
+- ``SPECS`` records every kernel specialization the session makes; the tests of
+  ``LAST`` run after all others (test_cuda_build.py compiles every kernel for CUDA).
 """
 from __future__ import annotations
 
@@ -16,12 +18,25 @@ import tempfile
 import pytest
 
 _CACHE = None
+SPECS = []
+LAST = ("test_cuda_build.py",)
 
 
 def pytest_configure(config):
     global _CACHE
     _CACHE = tempfile.mkdtemp(prefix="pygomp-test-cache-")
     os.environ["PYGOMP_CACHE_DIR"] = _CACHE
+    from pygomp import kernels
+    made = kernels.Spec.__init__
+
+    def record(self, *args, **kw):
+        made(self, *args, **kw)
+        SPECS.append(self)
+    kernels.Spec.__init__ = record
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name in LAST)
 
 
 def pytest_unconfigure(config):

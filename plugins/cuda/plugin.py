@@ -1,64 +1,447 @@
-"""The CUDA plugin: compiling only, for now.
+"""NVIDIA GPUs through CuPy: one device a GPU (``PYGOMP_DEVICES=cuda:N``).
 
-It turns a unit of the CUDA dialect into PTX for a device's compute capability (the
-device identity) with nvcc.  Memory, copies and launches are not written yet, so the
-plugin offers no devices; ``python -m pygomp compile --target cuda`` finds its dialect
-through the plugin's entry point, and `compile_ptx` builds PTX without a device.
+Discovery asks the driver through ctypes (`driver.py`), so a machine without a driver or
+a GPU pays nothing and `unavailable` says why there are no devices; cupy is imported
+when a device is first initialized.
+
+Memory comes from CuPy's memory pool (so it is shared with the user's CuPy arrays), one
+block an allocation, allocated on the device's stream.  Each device has one stream
+(blocking, so it is ordered with CuPy's legacy default stream): copies and launches are
+queued on it in order.  A copy from the host goes through pinned staging buffers and
+returns once the host memory has been read; a copy to the host returns when it is done
+(large ones through the staging buffers too).  `run_async` records an event after the
+kernel; waiting for events of the same device costs nothing (the stream orders them).
+
+Images: `compile` builds a unit's CUDA C with NVRTC (`nvrtc.py`) for the device's own
+compute capability: a cubin for ``sm_XY``, or PTX that the driver finishes when NVRTC
+does not know the GPU.  The cache key holds the source, the options, the compute
+capability (the identity) and NVRTC's version; a cached image loads with no NVRTC call.
+
+Kernel parameters, for every entry of a kernel (see `KernelInfo`): one ``unsigned long
+long`` a word; then, if the kernel has global scratch, a pointer to it (zero when made,
+kept across entries and runs); then, if it has private scratch, a pointer to its
+per-thread part (bytes rounded up to 8, thread k's at k times that, k counting threads
+of the whole grid).  ``tree_bytes`` a thread become dynamic shared memory.
+
+Launch: ``(gangs, workers, vector)`` is a grid of ``gangs`` blocks (``gridDim.x``) of
+``vector`` x ``workers`` threads (``blockDim.x``, ``blockDim.y``).  Vector lanes stay
+within one warp: ``vector`` is a power of two up to 32.  Levels an entry does not
+partition get 1; levels left 0 get defaults: 32 lanes, as many workers as make 256
+threads, and as many gangs as the device keeps resident (multiprocessors times the
+occupancy of the entry).  A block larger than the kernel allows is shrunk, workers first.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
+import collections
+import ctypes
+import hashlib
+import importlib.util
+import threading
 
-from pygomp.errors import CompileError, compiler_error
-from pygomp.runtime.plugin import Plugin
+from pygomp.runtime.plugin import DeviceArray, DeviceInfo, LoadedImage, Plugin, PluginError
+
+from . import driver, nvrtc
+
+cupy = None                 # imported by the first device initialization
+
+OPTIONS = ("--std=c++17", "-default-device")     # NVRTC options of every kernel
+CHUNK = 2 << 20             # bytes of one pinned staging buffer
+RING = 16                   # at most this many staging buffers a device
+DIRECT = 1 << 20            # smaller copies to the host skip the staging buffers
+THREADS = 256               # default threads a block
+_tls = threading.local()    # the device this thread last made current
+
+
+def _cupy():
+    global cupy
+    if cupy is None:
+        import cupy as cp
+        cupy = cp
+    return cupy
+
+
+class _Staging:
+    """Pinned host buffers of one device, each with the event of its last copy."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.slots = collections.deque()       # [pinned memory, event or None]
+
+    def take(self, busy=None):
+        """A buffer free to fill (not ``busy``): an idle one, a new one, or the oldest
+        once its copy is done."""
+        for slot in self.slots:
+            if slot is not busy and (slot[1] is None or slot[1].done):
+                break
+        else:
+            if len(self.slots) < RING:
+                slot = [cupy.cuda.alloc_pinned_memory(CHUNK), None]
+                self.slots.append(slot)
+                return slot
+            slot = next(s for s in self.slots if s is not busy)
+            slot[1].synchronize()
+        self.slots.remove(slot)
+        self.slots.append(slot)
+        return slot
+
+
+class _Device:
+    """The CuPy objects of one initialized GPU."""
+
+    def __init__(self, ordinal):
+        self.ordinal = ordinal
+        cupy.cuda.runtime.free(0)              # makes the primary context
+        self.stream = cupy.cuda.Stream(non_blocking=False)
+        self.pool = cupy.get_default_memory_pool()
+        self.blocks = {}                       # device address -> cupy MemoryPointer
+        self.modules = {}                      # digest of an image's code -> module
+        self.images = {}                       # id(image) -> ([fn addrs], [var addrs])
+        self.staging = _Staging()
+
+
+class _Kernel:
+    """A loaded kernel: its entry functions, argument block, scratch and launch plans."""
+
+    def __init__(self, functions, info):
+        self.functions = functions
+        self.info = info
+        self.lock = threading.Lock()
+        n = len(info.args) + info.has_scratch + bool(info.private_bytes)
+        self.values = (ctypes.c_uint64 * max(n, 1))()
+        base = ctypes.addressof(self.values)
+        self.params = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
+        self.scratch = self.private = None     # cupy MemoryPointers
+        self.scratch_size = self.private_size = 0
+        self.plans = {}                        # launch -> (gangs, [(function, grid, block, shared)])
+        self.max_threads = min(cupy.cuda.driver.funcGetAttribute(
+            cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) for f in functions)
+
+
+class _Event:
+    """The end of a kernel's launches on a device's stream."""
+    __slots__ = ("event", "device", "name")
+
+    def __init__(self, event, device, name):
+        self.event, self.device, self.name = event, device, name
+
+    def wait(self):
+        try:
+            self.event.synchronize()
+        except Exception as e:
+            raise PluginError(f"cuda device {self.device}: kernel {self.name} failed: "
+                              f"{type(e).__name__}: {e}") from None
+
+
+class _On:
+    """``with _On(ordinal):`` GPU ``ordinal`` is current in this thread (its context
+    bound), and the thread's own current GPU is back afterwards."""
+    __slots__ = ("ordinal", "prev")
+
+    def __init__(self, ordinal):
+        self.ordinal = ordinal
+
+    def __enter__(self):
+        rt = cupy.cuda.runtime
+        self.prev = rt.getDevice()
+        bound = _tls.__dict__.setdefault("bound", set())
+        if self.prev != self.ordinal or self.ordinal not in bound:
+            rt.setDevice(self.ordinal)
+            bound.add(self.ordinal)
+
+    def __exit__(self, *exc):
+        if self.prev != self.ordinal:
+            cupy.cuda.runtime.setDevice(self.prev)
 
 
 class CudaPlugin(Plugin):
     name = "cuda"
     target = "cuda"
     title = "CUDA"
+    asynchronous = True
+    capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
+    def __init__(self):
+        self._state = {}                        # number -> _Device
+        self._kernels = {}                      # function address -> _Kernel
+        self._lock = threading.RLock()
+        self.unavailable = ""                   # why there are no devices
+
+    # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
-        return []                     # nothing can run here yet
+        try:
+            gpus = driver.find()
+        except driver.Unavailable as e:
+            self.unavailable = str(e)
+            return []
+        if importlib.util.find_spec("cupy") is None:
+            self.unavailable = (f"{len(gpus)} GPU(s), but cupy is not installed "
+                                f"(pip install 'pygomp[cuda]')")
+            return []
+        return [_describe(i, g) for i, g in enumerate(gpus)]
+
+    # -- compiling -----------------------------------------------------------
+    def capability(self, dev) -> int:
+        """The compute capability of a device as an int (9.0 -> 90)."""
+        major, minor = self.devices()[dev].properties["compute_capability"].split(".")
+        return 10 * int(major) + int(minor)
 
     def _identity_impl(self, dev):
-        return "cuda:" + _arch(self.devices()[dev].properties["compute_capability"])
+        return f"cuda:sm_{self.capability(dev)}"
 
     def _compiler_key(self, dev, unit):
-        nvcc = shutil.which("nvcc") or ""
-        st = os.stat(nvcc) if nvcc else None
-        return f"{nvcc}|{st.st_size if st else 0}|{st.st_mtime if st else 0}"
+        return f"NVRTC {nvrtc.version()} {nvrtc.target_for(self.capability(dev))} {OPTIONS}"
 
     def _compile_impl(self, dev, unit):
-        arch = _arch(self.devices()[dev].properties["compute_capability"])
-        return compile_ptx(unit.source, arch, ", ".join(k.name for k in unit.kernels))
+        name = ", ".join(k.name for k in unit.kernels) or "a module"
+        return nvrtc.compile(unit.source, nvrtc.target_for(self.capability(dev)), OPTIONS,
+                             name)
 
     def target_hooks(self):
         from . import target
         return target.HOOKS
 
+    # -- lifetime ------------------------------------------------------------
+    def _device(self, dev):
+        d = self._state.get(dev)
+        if d is None:
+            with self._lock:
+                d = self._state.get(dev)
+                if d is None:
+                    _cupy()
+                    with _On(dev):
+                        d = self._state[dev] = _Device(dev)
+        return d
 
-def _arch(capability: str) -> str:
-    """"9.0" -> "sm_90"."""
-    return "sm_" + capability.replace(".", "")
+    def _init_impl(self, dev):
+        self._device(dev)
 
+    def _fini_impl(self, dev):
+        with self._lock:
+            d = self._state.pop(dev, None)
+        if d is None:
+            return
+        with _On(d.ordinal):
+            d.stream.synchronize()
+            for fns, _ in d.images.values():
+                for f in fns:
+                    self._kernels.pop(f, None)
+            for m in d.modules.values():
+                cupy.cuda.driver.moduleUnload(m)
+            d.blocks.clear()
 
-def compile_ptx(source: str, arch: str = "", name: str = "kernel") -> bytes:
-    """nvcc -ptx for ``arch`` (default: PYGOMP_CUDA_ARCH, else sm_80)."""
-    arch = arch or os.environ.get("PYGOMP_CUDA_ARCH", "sm_80")
-    with tempfile.TemporaryDirectory(prefix="pygomp-cu-") as d:
-        src, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(source)
+    # -- images --------------------------------------------------------------
+    def _load_image_impl(self, dev, image):
+        d = self._device(dev)
+        shared = self.devices()[dev].properties["shared_memory_per_block"]
+        for k in image.kernels:
+            if k.cooperative:
+                raise PluginError(f"kernel {k.name} needs all its gangs resident at once; "
+                                  f"the CUDA plugin does not launch cooperative kernels")
+            if k.team_bytes > shared:
+                raise PluginError(f"kernel {k.name} needs {k.team_bytes} bytes of shared "
+                                  f"memory a block; device {dev} has {shared}")
+        key = hashlib.sha256(image.code).hexdigest()
+        drv = cupy.cuda.driver
+        with _On(d.ordinal), self._lock:
+            module = d.modules.get(key)
+            if module is None:
+                module = d.modules[key] = drv.moduleLoadData(image.code)
+            fns = []
+            for info in image.kernels:
+                functions = [drv.moduleGetFunction(module, e) for e in info.entries]
+                self._kernels[functions[0]] = _Kernel(functions, info)
+                fns.append(functions[0])
+            vars_ = []
+            for _, size in image.variables:
+                addr = self._alloc_impl(dev, size)
+                cupy.cuda.runtime.memsetAsync(addr, 0, max(size, 1), d.stream.ptr)
+                vars_.append(addr)
+        d.images[id(image)] = (fns, vars_)
+        return LoadedImage(fns, vars_)
+
+    def _unload_image_impl(self, dev, image):
+        d = self._device(dev)
+        entry = d.images.pop(id(image), None)
+        if entry:
+            with _On(d.ordinal):
+                d.stream.synchronize()
+            for f in entry[0]:
+                self._kernels.pop(f, None)
+            for v in entry[1]:
+                d.blocks.pop(v, None)
+
+    # -- memory --------------------------------------------------------------
+    def _alloc_impl(self, dev, size):
+        d = self._device(dev)
         try:
-            p = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", "-O3", src, "-o", out],
-                               capture_output=True, text=True)
-        except OSError as e:
-            raise CompileError(f"cannot run nvcc: {e}") from None
-        if p.returncode != 0:
-            raise compiler_error("nvcc", (p.stderr or p.stdout).strip(), name)
-        with open(out, "rb") as f:
-            return f.read()
+            with _On(d.ordinal), d.stream:
+                block = d.pool.malloc(max(size, 1))
+        except cupy.cuda.memory.OutOfMemoryError:
+            return 0
+        d.blocks[block.ptr] = block
+        return block.ptr
+
+    def _free_impl(self, dev, addr):
+        d = self._device(dev)
+        if d.blocks.pop(addr, None) is None:
+            raise PluginError(f"cuda device {dev}: free: {addr:#x} is no block of this device")
+
+    def _host2dev_impl(self, dev, dst, src, size):
+        d = self._device(dev)
+        rt = cupy.cuda.runtime
+        with _On(d.ordinal), d.staging.lock:
+            for off in range(0, size, CHUNK):
+                n = min(CHUNK, size - off)
+                slot = d.staging.take()
+                ctypes.memmove(slot[0].ptr, src + off, n)
+                rt.memcpyAsync(dst + off, slot[0].ptr, n, rt.memcpyHostToDevice, d.stream.ptr)
+                slot[1] = d.stream.record(slot[1])
+
+    def _dev2host_impl(self, dev, dst, src, size):
+        d = self._device(dev)
+        rt = cupy.cuda.runtime
+        with _On(d.ordinal):
+            if size < DIRECT:
+                rt.memcpyAsync(dst, src, size, rt.memcpyDeviceToHost, d.stream.ptr)
+                d.stream.synchronize()
+                return
+            with d.staging.lock:
+                pending = None                 # the chunk on its way, drained one later
+                for off in range(0, size, CHUNK):
+                    n = min(CHUNK, size - off)
+                    slot = d.staging.take(pending and pending[0])
+                    rt.memcpyAsync(slot[0].ptr, src + off, n, rt.memcpyDeviceToHost,
+                                   d.stream.ptr)
+                    slot[1] = d.stream.record(slot[1])
+                    if pending:
+                        _drain(pending, dst)
+                    pending = (slot, off, n)
+                _drain(pending, dst)
+
+    def _dev2dev_impl(self, dev, dst, src, size):
+        d = self._device(dev)
+        rt = cupy.cuda.runtime
+        with _On(d.ordinal):
+            rt.memcpyAsync(dst, src, size, rt.memcpyDefault, d.stream.ptr)
+
+    def device_array(self, dev, obj) -> DeviceArray:
+        """A CuPy array, or an object with ``__cuda_array_interface__`` or DLPack, in
+        this GPU's memory, used in place; the stream waits for CuPy's current one."""
+        d = self._device(dev)
+        with _On(d.ordinal):
+            arr = (cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__")
+                   else cupy.from_dlpack(obj))
+            if arr.device.id != d.ordinal:
+                raise ValueError(f"it is in the memory of GPU {arr.device.id}, and this "
+                                 f"device is GPU {d.ordinal}: copy it there (cupy.asarray "
+                                 f"under cupy.cuda.Device({d.ordinal})) or run the kernel "
+                                 f"on the device that holds it")
+            if not arr.flags.c_contiguous:
+                raise TypeError(f"it is not C-contiguous (strides {arr.strides}); pass "
+                                f"cupy.ascontiguousarray of it")
+            current = cupy.cuda.get_current_stream()
+            if current.ptr not in (0, d.stream.ptr):
+                d.stream.wait_event(current.record())
+        return DeviceArray(arr.data.ptr, arr.dtype, arr.shape, arr)
+
+    # -- launches ------------------------------------------------------------
+    def _synchronize_impl(self, dev):
+        d = self._device(dev)
+        with _On(d.ordinal):
+            d.stream.synchronize()
+
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        k = self._kernels[fn]
+        d = self._device(dev)
+        launch = tuple(launch)
+        with _On(d.ordinal):
+            plan = k.plans.get(launch)
+            if plan is None:
+                plan = k.plans[launch] = self._plan(dev, k, launch)
+            gangs, steps = plan
+            for e in wait_for:
+                if isinstance(e, _Event):
+                    if e.device != dev:            # the same device's stream orders it
+                        d.stream.wait_event(e.event)
+                else:
+                    e.wait()
+            start = cupy.cuda.driver.launchKernel
+            with k.lock:
+                v = k.values
+                n = len(args)
+                v[:n] = args
+                if info.has_scratch:
+                    v[n] = self._scratch(d, k, "scratch", info.scratch_size(gangs))
+                    n += 1
+                for f, grid, block, shared in steps:
+                    if info.private_bytes:
+                        per = -(-info.private_size(args) // 8) * 8
+                        v[n] = self._scratch(d, k, "private", per * grid * block[0] * block[1])
+                    start(f, grid, 1, 1, block[0], block[1], 1, shared, d.stream.ptr,
+                          ctypes.addressof(k.params), 0)
+            event = cupy.cuda.Event(block=False, disable_timing=True)
+            event.record(d.stream)
+        return _Event(event, dev, info.name)
+
+    def _plan(self, dev, k, launch):
+        """The gangs of a launch, and per entry its function, grid, block and dynamic
+        shared memory."""
+        props = self.devices()[dev].properties
+        info = k.info
+        blocks = [self.block(dev, k, launch, lv) for lv in info.levels]
+        gangs = launch[0]
+        for f, lv, block in zip(k.functions, info.levels, blocks):
+            if "g" in lv and not gangs:            # as many as stay resident
+                per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                    f, block[0] * block[1], info.tree_bytes * block[0] * block[1])
+                gangs = props["multiprocessors"] * max(per_sm, 1)
+        gangs = min(gangs or 1, props["max_grid_dim_x"])
+        return gangs, [(f, (gangs if "g" in lv else launch[0] or 1) if lv else 1, block,
+                        info.tree_bytes * block[0] * block[1])
+                       for f, lv, block in zip(k.functions, info.levels, blocks)]
+
+    def block(self, dev, k, launch, levels="gwv"):
+        """(vector, workers) of one entry after defaults and limits."""
+        if not levels:
+            return 1, 1
+        _, workers, vector = launch
+        vector = vector or (32 if "v" in levels else 1)
+        vector = 1 << (min(vector, 32).bit_length() - 1)      # a power of two <= 32
+        workers = workers or (max(THREADS // vector, 1) if "w" in levels else 1)
+        limit = min(k.max_threads, self.devices()[dev].properties["max_threads_per_block"])
+        while workers * vector > limit and workers > 1:
+            workers = (workers + 1) // 2
+        while workers * vector > limit:
+            vector //= 2
+        return vector, workers
+
+    def _scratch(self, d, k, which, size):
+        """The kernel's global or private scratch: zero when made, its contents kept
+        when it grows (the stream orders the copy before later launches)."""
+        have = getattr(k, which + "_size")
+        if have < size:
+            size = max(size, 2 * have)
+            with d.stream:
+                block = d.pool.malloc(size)
+            rt = cupy.cuda.runtime
+            rt.memsetAsync(block.ptr, 0, size, d.stream.ptr)
+            if have:
+                rt.memcpyAsync(block.ptr, getattr(k, which).ptr, have,
+                               rt.memcpyDeviceToDevice, d.stream.ptr)
+            setattr(k, which, block)
+            setattr(k, which + "_size", size)
+        return getattr(k, which).ptr
+
+
+def _drain(item, dst):
+    """Copy a staged chunk to the host once its copy from the device is done."""
+    slot, off, n = item
+    slot[1].synchronize()
+    ctypes.memmove(dst + off, slot[0].ptr, n)
+
+
+def _describe(ordinal, g) -> DeviceInfo:
+    props = {k: v for k, v in g.items() if k not in ("name", "memory")}
+    props["capabilities"] = " ".join(sorted(CudaPlugin.capabilities))
+    return DeviceInfo(name=g["name"], kind="gpu", platform=f"CUDA driver {g['driver']}",
+                      memory=g["memory"], properties=props)

@@ -159,6 +159,21 @@ class LoadedImage:
     variables: list
 
 
+@dataclass(frozen=True, eq=False)
+class DeviceArray:
+    """An array already in a device's memory that a kernel uses in place (OpenMP's
+    ``is_device_ptr``): its device address, numpy dtype and shape; ``owner`` keeps the
+    memory alive."""
+    address: int
+    dtype: object
+    shape: tuple
+    owner: object = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
 class Event:
     """A finished operation: what `run_async` returns where a plugin has no queue."""
     __slots__ = ()
@@ -180,6 +195,7 @@ class Plugin:
     asynchronous = False  # run_async returns before the kernel ends (a device queue)
     capability_text = {}  # how a compile error names a missing capability
     _kernel_infos = MappingProxyType({})  # device address -> KernelInfo (load_image)
+    unavailable = ""      # why the plugin finds no devices, when it can tell
 
     # -- discovery ---------------------------------------------------------
     def devices(self) -> list[DeviceInfo]:
@@ -382,6 +398,13 @@ class Plugin:
     def synchronize(self, dev: int) -> None:
         """Wait for everything started on a device."""
         self._call("synchronize", dev, "", self._synchronize_impl, dev)
+
+    def device_array(self, dev: int, obj) -> DeviceArray:
+        """``obj``, an array in a GPU's memory (``__cuda_array_interface__`` or DLPack),
+        as memory a kernel on this device uses in place; a TypeError or ValueError says
+        why it cannot be."""
+        raise TypeError(f"it is in GPU memory, which {self.title or self.name} devices "
+                        f"cannot use")
 
     def kernel_info(self, fn: int) -> KernelInfo | None:
         """The KernelInfo of a loaded kernel, by device address."""

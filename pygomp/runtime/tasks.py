@@ -84,7 +84,8 @@ class Task:
 
 
 def _key(x) -> int:
-    iface = getattr(x, "__array_interface__", None)
+    iface = getattr(x, "__array_interface__", None) or \
+        getattr(x, "__cuda_array_interface__", None)
     return iface["data"][0] if iface is not None else int(x)
 
 
