@@ -78,6 +78,37 @@ __kernel void report(PARAMS)
 }
 """
 
+CUDA_SOURCE = r"""
+#define PARAMS unsigned long long xw, long long n, unsigned long long yw, \
+               unsigned long long ow, unsigned long long *scratch, double *priv
+#define ARGS double *x = (double *)xw, *y = (double *)yw, *s = (double *)scratch; \
+             long long *out = (long long *)ow
+#define ID ((blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x)
+#define WIDTH (gridDim.x * blockDim.y * blockDim.x)
+extern "C" __global__ void mean(PARAMS)
+{
+    ARGS;
+    s[0] = 0;
+    for (long long i = 0; i < n; i++) s[0] += x[i];
+    scratch[1] += 1;
+    scratch[2] = WIDTH;
+}
+extern "C" __global__ void center(PARAMS)
+{
+    ARGS;
+    double *mine = priv + ID * n;
+    for (long long i = ID; i < n; i += WIDTH) mine[i] = x[i] - s[0] / n;
+    for (long long i = ID; i < n; i += WIDTH) y[i] = mine[i];
+}
+extern "C" __global__ void report(PARAMS)
+{
+    ARGS;
+    out[0] = scratch[1];
+    out[1] = scratch[2];
+}
+"""
+SOURCES = {"host": HOST_SOURCE, "opencl": OPENCL_SOURCE, "cuda": CUDA_SOURCE}
+
 CENTER = KernelInfo("center3", ("mean", "center", "report"), ("p", "i64", "p", "p"),
                     levels=("", "gwv", ""), scratch_bytes=16, gang_bytes=8,
                     private=((8, (1,)),))
@@ -87,15 +118,14 @@ def _devices_of(name):
     return [d for d in devices.all_devices() if not d.is_initial and d.plugin.name == name]
 
 
-@pytest.fixture(params=["host", "opencl"])
+@pytest.fixture(params=sorted(SOURCES))
 def center_table(request):
     """The three-entry kernel on a device of each plugin, registered."""
     found = _devices_of(request.param)
     if not found:
         pytest.skip(f"no {request.param} device")
     d = found[0]
-    source = HOST_SOURCE if request.param == "host" else OPENCL_SOURCE
-    image = d.plugin.compile(d.local, Source(source, (CENTER,)))
+    image = d.plugin.compile(d.local, Source(SOURCES[request.param], (CENTER,)))
     sym = HostSymbol("center3")
     with registered(OffloadImage([sym.address], [], (image,), "center3", [sym])):
         yield d, sym.address

@@ -120,7 +120,7 @@ def compile(source: str, arch: str, options=(), name: str = "kernel") -> bytes:
     _check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"pygomp.cu", 0,
                                   None, None), "create program")
     try:
-        opts = [f"--gpu-architecture={arch}", "-default-device", "--std=c++17", *options]
+        opts = [f"--gpu-architecture={arch}", *options]
         arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         result = lib.nvrtcCompileProgram(prog, len(opts), arr)
         if result:

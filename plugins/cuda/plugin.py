@@ -44,7 +44,7 @@ from . import driver, nvrtc
 
 cupy = None                 # imported by the first device initialization
 
-OPTIONS = ("--std=c++17", "-default-device")     # NVRTC options of every kernel
+OPTIONS = ("--std=c++17", "-default-device", "--disable-warnings")   # NVRTC, every kernel
 CHUNK = 2 << 20             # bytes of one pinned staging buffer
 RING = 16                   # at most this many staging buffers a device
 DIRECT = 1 << 20            # smaller copies to the host skip the staging buffers

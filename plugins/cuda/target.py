@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, arith_helpers
-from pygomp.errors import CompileError
+from pygomp.compiler.emit import Dialect, arg_words
 
 LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
@@ -39,8 +38,18 @@ _BITS = {"int32": ("unsigned int", "(unsigned int)", "(int)"),
 
 
 def _preamble(fn):
-    return ("#include <cooperative_groups.h>\n#include <math.h>\n\n"
-            + arith_helpers("__device__ __forceinline__", lambda t: _TYPES[t.name], "f"))
+    out = ["#define INFINITY __int_as_float(0x7f800000)",      # NVRTC has no math.h
+           "#define NAN __int_as_float(0x7fffffff)", ""]
+    for t in T.SCALARS.values():
+        c = _TYPES[t.name]
+        out.append(f"__device__ __forceinline__ {c} pyg_min_{t.name}({c} a, {c} b) "
+                   f"{{ return b < a ? b : a; }}")
+        out.append(f"__device__ __forceinline__ {c} pyg_max_{t.name}({c} a, {c} b) "
+                   f"{{ return b > a ? b : a; }}")
+        if t.is_signed:
+            out.append(f"__device__ __forceinline__ {c} pyg_abs_{t.name}({c} a) "
+                       f"{{ return a < 0 ? -a : a; }}")
+    return "\n".join(out) + "\n"
 
 
 class CudaDialect(Dialect):
@@ -126,8 +135,6 @@ class CudaDialect(Dialect):
         em.line("__syncthreads();")
 
     def array_decl(self, em, name, t):
-        if not t.shape:
-            raise _not_yet(em, f"the private array {name!r} sized at run time")
         n = 1
         for d in t.shape:
             n *= d
@@ -148,10 +155,9 @@ class CudaDialect(Dialect):
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
         em.line("{")
         with em.indent():
-            lines, count = em.counts(loop, trips)
-            for text in lines:
-                em.line(text)
-            em.line(f"const long long tot{u} = {count};")
+            for name, d in zip(trips, loop.dims):
+                em.line(f"const long long {name} = {em.trip(d)};")
+            em.line(f"const long long tot{u} = {' * '.join(trips)};")
             em.line(f"const long long P{u} = {P}, per{u} = (tot{u} + P{u} - 1) / P{u};")
             outer = em.state["part"]
             em.state["part"] = outer + levels
@@ -180,8 +186,6 @@ class CudaDialect(Dialect):
         em.line("}")
 
     def reduction(self, em, call):
-        if isinstance(call.type, T.Array):
-            raise _not_yet(em, f"the array reduction on {call.outer!r}")
         loop = em.state["loops"][-1]
         t = call.type
         c = self.type_name(t)
@@ -251,11 +255,6 @@ class CudaDialect(Dialect):
         if any(c.startswith("__device__") for c in em.state.get("cells", ())):
             info = replace(info, cooperative=True)
         return info
-
-
-def _not_yet(em, what):
-    return CompileError(f"{what}: not supported by the CUDA dialect yet", em.cur.file,
-                        em.cur.line)
 
 
 HOOKS = CudaDialect()
