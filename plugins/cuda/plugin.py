@@ -344,6 +344,11 @@ class CudaPlugin(Plugin):
                 d.stream.wait_event(current.record())
         return DeviceArray(arr.data.ptr, arr.dtype, arr.shape, arr)
 
+    def cupy_stream(self, dev):
+        """The CuPy stream a device's copies and kernels go on (``with
+        plugin.cupy_stream(d):`` orders CuPy work with them)."""
+        return self._device(dev).stream
+
     # -- launches ------------------------------------------------------------
     def _synchronize_impl(self, dev):
         d = self._device(dev)

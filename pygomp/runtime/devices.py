@@ -231,7 +231,8 @@ def _discover(s: env.Settings):
             picked = p.select(selector)
             if not picked:
                 listing = "; ".join(f"{i}: {d.name} ({d.platform})"
-                                    for i, d in enumerate(p.devices())) or "no devices"
+                                    for i, d in enumerate(p.devices())) or \
+                    f"no devices{f' ({p.unavailable})' if p.unavailable else ''}"
                 raise OffloadError(f"PYGOMP_DEVICES: {spec!r} matches no device; "
                                    f"{name} has {listing}")
             chosen += [(p, i) for i in picked if (p, i) not in chosen]
