@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[opencl,test,mpi]"
+	$(PY) -m pip install -q -e ".[opencl,test,mpi,cuda]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -40,6 +40,6 @@ info: $(STAMP)
 	$(PY) -m pygomp info
 
 bench: $(STAMP)
-	$(PY) -m pip install -q -e ".[opencl,test,mpi,bench]"
+	$(PY) -m pip install -q -e ".[opencl,test,mpi,cuda,bench]"
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
 	$(PY) bench/polybench/run.py

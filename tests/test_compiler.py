@@ -404,28 +404,3 @@ def test_cli_signature_parsing():
     from pygomp import cli
     sig = cli.parse_signatures(["k=float32[:,:], int64 ,bool[:]"])
     assert sig["k"] == [T.Array(T.FLOAT32, 2), T.INT64, T.Array(T.BOOL, 1)]
-
-
-# -- the CUDA dialect (compiled to PTX; nothing runs it here) ----------------------
-
-@pytest.mark.slow
-@pytest.mark.skipif(not __import__("shutil").which("nvcc"), reason="nvcc is not installed")
-def test_cuda_dialect_builds_ptx():
-    from pygomp_plugins.cuda.target import HOOKS
-    dot = omp.target(_dot_kernel).specialize(F64, F64).unit(HOOKS)
-    assert 'extern "C" __global__ void' in dot.source
-    assert "this_grid().sync()" in dot.source and "atomicAdd(&pyg_cell" in dot.source
-    mv = omp.target(_matvec).specialize(F64_2, F64, F64).unit(HOOKS)
-    assert "__shfl_xor_sync" in mv.source
-    from pygomp_plugins.cuda.plugin import compile_ptx
-    for unit in (dot, mv):
-        ptx = compile_ptx(unit.source)
-        assert b".entry" in ptx and unit.entry.encode() in ptx
-
-
-def _matvec(A, x, y):
-    for i in omp.gang(A.shape[0]):
-        s = 0.0
-        for j in omp.vector(A.shape[1], reduction="+:s"):
-            s += A[i, j] * x[j]
-        y[i] = s
