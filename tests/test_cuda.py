@@ -159,8 +159,8 @@ def test_dlpack_array_in_place(gpu):
     x = cupy.zeros(100)
 
     class OnlyDLPack:           # a producer that speaks DLPack only
-        def __dlpack__(self, stream=None):
-            return x.__dlpack__(stream=stream)
+        def __dlpack__(self, **kw):
+            return x.__dlpack__(**kw)
 
         def __dlpack_device__(self):
             return x.__dlpack_device__()
