@@ -36,6 +36,7 @@ import collections
 import ctypes
 import hashlib
 import importlib.util
+import itertools
 import threading
 
 from pygomp.runtime.plugin import DeviceArray, DeviceInfo, LoadedImage, Plugin, PluginError
@@ -163,6 +164,7 @@ class CudaPlugin(Plugin):
     def __init__(self):
         self._state = {}                        # number -> _Device
         self._kernels = {}                      # function address -> _Kernel
+        self._addresses = itertools.count(0x1000)   # one a loaded kernel
         self._lock = threading.RLock()
         self.unavailable = ""                   # why there are no devices
 
@@ -247,10 +249,10 @@ class CudaPlugin(Plugin):
             if module is None:
                 module = d.modules[key] = drv.moduleLoadData(image.code)
             fns = []
-            for info in image.kernels:
+            for info in image.kernels:     # (two tables may hold the same code)
                 functions = [drv.moduleGetFunction(module, e) for e in info.entries]
-                self._kernels[functions[0]] = _Kernel(functions, info)
-                fns.append(functions[0])
+                fns.append(next(self._addresses))
+                self._kernels[fns[-1]] = _Kernel(functions, info)
             vars_ = []
             for _, size in image.variables:
                 addr = self._alloc_impl(dev, size)
