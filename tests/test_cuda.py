@@ -1,6 +1,7 @@
 """The CUDA plugin.  Without a GPU: it loads, finds no device and says why, costs no
 cupy import, and arrays in GPU memory are refused by other devices with a clear error;
-NVRTC's errors point at the Python line.  With a GPU (tests that skip here with the
+NVRTC's errors point at the Python line.  On every device: the joins after gang loops
+(a block-wide reduction each gang makes, gang loops in turn).  With a GPU (tests that skip here with the
 plugin's reason): CuPy and DLPack arrays used in place, images cached for a second
 process, a task chain on the stream, large copies, launch geometry."""
 import os
@@ -68,6 +69,46 @@ def test_discovery_imports_no_cupy():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+@omp.target(num_gangs=5, num_workers=4, vector_length=8)
+def scale_by_total(x, y):
+    """A block-wide reduction every gang makes for itself, then a gang loop using it."""
+    s = 0.0
+    for i in omp.worker(x.shape[0], reduction="+:s"):
+        s += x[i]
+    for i in omp.gang(x.shape[0]):
+        y[i] = x[i] / s
+
+
+@omp.target(num_gangs=7, num_workers=2, vector_length=4)
+def steps(x, y, t: int):
+    """Gang loops one after another in a sequential loop, and a gang reduction of what
+    the last one stored (each gang loop reads what the one before it stored)."""
+    n = x.shape[0]
+    for _ in range(t):
+        for i in omp.gang(n):
+            for j in omp.vector(1):
+                y[i] = x[(i + 1) % n] + 1.0
+        for i in omp.parallel_range(n):
+            x[i] = y[(i + 3) % n]
+    s = 0.0
+    for i in omp.parallel_range(n, reduction="+:s"):
+        s += x[i]
+    return s
+
+
+def test_gang_joins(device):
+    x = np.arange(1.0, 1001.0)
+    y = np.zeros_like(x)
+    scale_by_total.on(device)(x, y)
+    np.testing.assert_allclose(y, x / x.sum())
+    want = x.copy()
+    for _ in range(3):
+        want = np.roll(np.roll(want, -1) + 1.0, -3)
+    got = steps.on(device)(x, y, 3)
+    np.testing.assert_array_equal(x, want)
+    assert got == want.sum()
 
 
 class CudaArrayLike:

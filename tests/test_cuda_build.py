@@ -1,6 +1,7 @@
 """The CUDA C of every kernel the test-suite made (conftest.SPECS) and of every example
 builds with NVRTC for sm_70, sm_80 and sm_90 (PTX, with the CUDA plugin's options), and
-ptxas accepts the PTX for each architecture it knows.  It runs after every other test.
+ptxas accepts the PTX for each architecture it knows; none synchronizes the grid (so none
+needs a cooperative launch).  It runs after every other test.
 
 To stay quick, kernels are built many to a program (each in a namespace of its own, the
 dialect's preamble once), programs in parallel, and a kernel that built is remembered in
@@ -53,16 +54,22 @@ def example_kernels():
 def sources():
     """{CUDA source: kernel name} of every specialization made so far that another
     target built (the others test the compiler's errors), and the kernels the CUDA
-    dialect refused ({name: error})."""
+    dialect refused or that would need all their blocks resident at once ({name:
+    error}): no kernel may ask for a cooperative launch or synchronize the grid."""
     from pygomp_plugins.cuda.target import HOOKS
     out, refused = {}, {}
     for spec in conftest.SPECS:
         if not any(t != "cuda" for t in spec.units):
             continue
         try:
-            out.setdefault(spec.unit(HOOKS).source, spec.name)
+            unit = spec.unit(HOOKS)
         except Exception as e:          # noqa: BLE001  (reported below)
-            refused[spec.name] = f"{type(e).__name__}: {e}"
+            refused[spec.name] = f"the CUDA dialect refused it: {type(e).__name__}: {e}"
+            continue
+        if any(k.cooperative for k in unit.kernels) or any(
+                w in unit.source for w in ("cooperative_groups", "this_grid", "grid_group")):
+            refused[spec.name] = "it synchronizes the grid (a cooperative launch)"
+        out.setdefault(unit.source, spec.name)
     return out, refused
 
 
@@ -141,7 +148,7 @@ def test_every_kernel_builds_for_cuda(request):
 
     with cf.ThreadPoolExecutor(max(os.cpu_count() or 2, 2)) as pool:
         errors = [e for errs in pool.map(run, jobs) for e in errs]
-    refused_text = [f"{name}: the CUDA dialect refused it: {e}" for name, e in refused.items()]
+    refused_text = [f"{name}: {e}" for name, e in refused.items()]
     if refused_text or errors:
         pytest.fail("\n\n".join(refused_text + errors), pytrace=False)
     unknown = [a for a, k in knows.items() if k is False]

@@ -1,40 +1,46 @@
 """The CUDA C dialect: kernels as ``extern "C" __global__`` functions.
 
-The CUDA plugin compiles it to PTX (``nvcc -ptx``) but runs nothing yet, so the launch
-contract is written down for the one that will:
-- one ``unsigned long long`` kernel parameter a word (`pygomp.compiler.emit.arg_words`);
-- gangs are blocks (``gridDim.x``), workers ``blockDim.y``, vector lanes ``blockDim.x``
-  (a power of two up to 32, so that one gang's lanes of one worker sit in one warp);
-- a kernel with a gang-level reduction synchronizes the grid (cooperative groups): it
-  must be launched with ``cuLaunchCooperativeKernel``, at most the co-resident blocks.
+Launch contract (see the CUDA plugin): one ``unsigned long long`` kernel parameter a word
+(`pygomp.compiler.emit.arg_words`), then the global scratch's address when the kernel
+has one; gangs are blocks (``gridDim.x``), workers ``blockDim.y``, vector lanes
+``blockDim.x`` (a power of two up to 32, so that one worker's lanes sit in one warp).
+No kernel needs its blocks resident at once: any grid works.
 
 Execution model: code outside a partitioned level runs redundantly on every thread of
 that level; stores, atomics and the kernel's result are done by the level's thread 0
 only.  Loops are padded so that every thread of a level runs the same number of trips
-(the body is guarded), which keeps ``__syncthreads`` uniform.  Reductions: vector level
-through warp shuffles; worker level through a ``__shared__`` cell (atomics, then
-``__syncthreads``); gang level through a ``__device__`` cell and a grid sync.
+(the body is guarded), which keeps ``__syncthreads`` uniform.  A worker or vector loop
+has a ``__syncthreads`` on each side (``__syncwarp`` inside a worker loop), so that the
+threads of a block see each other's stores.
+
+Reductions, at the level where the loop's threads join: vector lanes by warp shuffles
+(``__shfl_xor_sync``, which leaves the result in every lane); the threads of a block by
+a tree in dynamic shared memory (``tree_bytes``); gangs by one partial a block in the
+global scratch, combined by the last block to finish.  The same "join" follows a gang
+loop after which the kernel goes on: every block fences its stores and counts itself in
+an atomic counter (scratch word 0); the last one resets the counter, combines the
+partials and goes on alone as gang 0 of 1, the others end.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
+from pygomp.compiler import ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words
+from pygomp.compiler.emit import Dialect, arg_words, word_kinds
+from pygomp.errors import CompileError
+from pygomp.runtime.plugin import KernelInfo
 
-LEVEL_ID = {"gang": ("blockIdx.x", "gridDim.x"), "worker": ("threadIdx.y", "blockDim.y"),
+LEVEL_ID = {"gang": ("pyg_g", "pyg_G"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
 ORDER = ("gang", "worker", "vector")
+LEAD = "threadIdx.x == 0 && threadIdx.y == 0"        # thread 0 of a block
+PARTIALS = 8            # scratch words before the partials (word 0: the join counter)
 
 _TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
           "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
           "float64": "double"}
-_BITS = {"int32": ("unsigned int", "(unsigned int)", "(int)"),
-         "int64": ("unsigned long long", "(unsigned long long)", "(long long)"),
-         "float32": ("unsigned int", "__float_as_uint", "__uint_as_float"),
-         "float64": ("unsigned long long", "(unsigned long long)__double_as_longlong",
-                     "__longlong_as_double")}
+_ATOMIC_ADD = {"int32": "int", "uint32": "unsigned int", "int64": "unsigned long long",
+               "uint64": "unsigned long long", "float32": "float", "float64": "double"}
 
 
 def _preamble(fn):
@@ -50,6 +56,36 @@ def _preamble(fn):
             out.append(f"__device__ __forceinline__ {c} pyg_abs_{t.name}({c} a) "
                        f"{{ return a < 0 ? -a : a; }}")
     return "\n".join(out) + "\n"
+
+
+def joins(body, tail=False) -> set:
+    """The ids of the gang loops that end in a join: those with reductions, and those
+    after which the kernel goes on (``tail``: something follows the enclosing code)."""
+    out = set()
+    for i, s in enumerate(body):
+        rest = tail or i + 1 < len(body)
+        if isinstance(s, ir.ParLoop):
+            if "gang" in s.levels and (rest or s.reductions):
+                out.add(id(s))
+        elif isinstance(s, ir.If):
+            out |= joins(s.body, rest) | joins(s.orelse, rest)
+        elif isinstance(s, (ir.For, ir.While)):
+            out |= joins(s.body, True)
+    return out
+
+
+def _scan(fn):
+    """(gang reduction slots {rid: slot}, whether a block-wide tree is used, the levels
+    the kernel partitions as "gwv" letters)."""
+    slots, tree, levels = {}, False, set()
+    for n in ir.walk(fn.body):
+        if isinstance(n, ir.ParLoop):
+            levels.update(n.levels)
+            if n.reductions and "gang" in n.levels:
+                for r in n.reductions:
+                    slots[r.rid] = len(slots)
+            tree = tree or bool(n.reductions) and n.levels[0] != "vector"
+    return slots, tree, "".join(lv[0] for lv in ORDER if lv in levels)
 
 
 class CudaDialect(Dialect):
@@ -68,7 +104,10 @@ class CudaDialect(Dialect):
         lv, what = {"gang_id": ("gang", 0), "worker_id": ("worker", 0),
                     "vector_id": ("vector", 0), "num_gangs": ("gang", 1),
                     "num_workers": ("worker", 1), "vector_length": ("vector", 1)}[name]
-        return f"((long long){LEVEL_ID[lv][what]})"
+        text = LEVEL_ID[lv][what]
+        if lv == "gang" and not em.cur.is_kernel:
+            text = ("blockIdx.x", "gridDim.x")[what]
+        return f"((long long){text})"
 
     # -- kernel entry --------------------------------------------------------------
     def helper_open(self, em, fn, params):
@@ -79,9 +118,13 @@ class CudaDialect(Dialect):
 
     def kernel_open(self, em, fn):
         words = arg_words(fn)
-        em.state.update(part=(), rid_cells=[])
-        params = ", ".join(f"unsigned long long w{i}" for i in range(len(words)))
-        em.line(f'extern "C" __global__ void {fn.name}({params or "void"})')
+        slots, tree, _ = _scan(fn)
+        ends = joins(fn.body)
+        em.state.update(part=(), slots=slots, joins=ends, cells=[])
+        params = [f"unsigned long long w{i}" for i in range(len(words))]
+        if ends:
+            params.append("unsigned long long *pyg_gs")
+        em.line(f'extern "C" __global__ void {fn.name}({", ".join(params) or "void"})')
         em.line("{")
         with em.indent():
             for i, (name, t, role) in enumerate(words):
@@ -96,17 +139,16 @@ class CudaDialect(Dialect):
                     em.line(f"bool {name} = w{i} != 0;")
                 else:
                     em.line(f"{self.type_name(t)} {name} = ({self.type_name(t)})w{i};")
+            em.line("long long pyg_g = blockIdx.x, pyg_G = gridDim.x;")
+            if tree:
+                em.line("extern __shared__ unsigned long long pyg_tree[];")
+            if ends:
+                em.line("__shared__ int pyg_last;")
         em.state["kernel_at"] = len(em.out)
-        em.state["cells"] = []
 
     def kernel_close(self, em, fn):
         at = em.state["kernel_at"]
-        cells = em.state["cells"]
-        em.out[at:at] = ["    " + c for c in cells if c.startswith("__shared__")]
-        start = next(i for i, l in enumerate(em.out) if l.startswith('extern "C"'))
-        while start > 0 and em.out[start - 1].startswith("#line"):
-            start -= 1
-        em.out[start:start] = [c for c in cells if c.startswith("__device__")]
+        em.out[at:at] = ["    " + c for c in em.state["cells"]]
         em.line("}")
 
     def leader(self, em):
@@ -124,11 +166,17 @@ class CudaDialect(Dialect):
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
     def atomic_add(self, em, s):
+        t = s.target.type
+        c = _ATOMIC_ADD.get(t.name)
+        if c is None:
+            raise CompileError(f"atomic_add on {t} is not supported on CUDA (use int32, "
+                               f"int64, uint32, uint64, float32 or float64)",
+                               em.cur.file, s.line or em.cur.line)
+        target, value = em.expr(s.target), em.expr(s.value)
+        op = f"atomicAdd(({c} *)&{target}, ({c}){value});"
+        if s.target.array.type.space == "private":
+            op = f"{target} += {value};"
         cond = self.leader(em)
-        target, value, t = em.expr(s.target), em.expr(s.value), s.target.type
-        op = f"atomicAdd(&{target}, {value});"
-        if t in (T.INT64,):
-            op = f"atomicAdd((unsigned long long *)&{target}, (unsigned long long){value});"
         em.line(op if cond == "1" else f"if ({cond}) {op}")
 
     def barrier(self, em):
@@ -153,6 +201,9 @@ class CudaDialect(Dialect):
             p = i if p == "0" else f"({p}) * {n} + {i}"
             P = n if P == "1" else f"{P} * {n}"
         trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
+        inner = "gang" not in levels
+        if inner:
+            self._sync(em)                      # what the redundant code stored
         em.line("{")
         with em.indent():
             for name, d in zip(trips, loop.dims):
@@ -162,9 +213,7 @@ class CudaDialect(Dialect):
             outer = em.state["part"]
             em.state["part"] = outer + levels
             em.state.setdefault("loops", []).append(loop)
-            for c in loop.setup:
-                em.stmt(c)
-            for c in loop.init:
+            for c in loop.setup + loop.init:
                 em.stmt(c)
             em.line(f"for (long long j{u} = 0; j{u} < per{u}; ++j{u}) {{")
             with em.indent():
@@ -177,84 +226,114 @@ class CudaDialect(Dialect):
                     em.stmts(loop.body)
                 em.line("}")
             em.line("}")
-            for c in loop.fini:
-                em.stmt(c)
-            for c in loop.teardown:
+            em.state["part"] = outer
+            for c in loop.fini + loop.teardown:
                 em.stmt(c)
             em.state["loops"].pop()
-            em.state["part"] = outer
+            if id(loop) in em.state["joins"]:
+                em.at(loop.line)
+                self._join(em, loop)
         em.line("}")
+        if inner:
+            self._sync(em)                      # the loop's stores, for what follows
+
+    def _sync(self, em):
+        """Order the memory accesses of the threads running the current code: a
+        block's, or one worker's lanes (which share a warp) inside a worker loop."""
+        em.line("__syncwarp(__activemask());" if "worker" in em.state["part"]
+                else "__syncthreads();")
 
     def reduction(self, em, call):
+        """INIT declares a level's copy; FINI combines it at the loop's top level (the
+        gang level leaves a block's partial in the scratch for the join)."""
         loop = em.state["loops"][-1]
         t = call.type
-        c = self.type_name(t)
-        top = call.level == loop.levels[0]        # the level where the loop's threads join
-        cell = f"pyg_cell{call.rid}"
         if call.phase == "INIT":
-            em.line(f"{c} {call.local} = {self.identity(call.op, t)};")
-        elif call.phase == "SETUP" and top and call.level != "vector":
-            cell_t = "int" if t.is_bool else c
-            if call.level == "gang":
-                em.state["cells"].append(f"__device__ {cell_t} {cell};")
-                em.line(f"if (threadIdx.x == 0 && threadIdx.y == 0 && blockIdx.x == 0) "
-                        f"{cell} = {self.identity(call.op, t)};")
-                em.line("cooperative_groups::this_grid().sync();")
+            em.line(f"{self.type_name(t)} {call.local} = {self.identity(call.op, t)};")
+        elif call.phase != "FINI":
+            return
+        elif call.level != loop.levels[0]:      # an inner level: a thread's own copies
+            em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
+        elif call.level == "vector":
+            em.line(f"for (int o = blockDim.x / 2; o > 0; o /= 2) "
+                    f"{call.local} = {em.combine(call.op, t, call.local, self._shfl(t, call.local))};")
+            em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
+        else:
+            idle = [lv for lv in ORDER[1:] if lv not in em.state["part"] + loop.levels]
+            lead = " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in idle)   # one a block
+            value = f"{lead} ? {call.local} : {self.identity(call.op, t)}" if lead else call.local
+            if call.level == "worker":
+                self._tree(em, call.op, t, value, call.outer)
+                return
+            c = self.type_name(t)
+            slot = f"pyg_gs[{PARTIALS} + pyg_g * {len(em.state['slots'])} + {em.state['slots'][call.rid]}]"
+            part = f"pyg_p{em.uid()}"
+            em.line(f"{c} {part} = {self.identity(call.op, t)};")
+            if loop.levels == ("gang",):            # every thread of the block has it
+                em.line(f"{part} = {call.local};")
             else:
-                em.state["cells"].append(f"__shared__ {cell_t} {cell};")
-                em.line(f"if (threadIdx.x == 0 && threadIdx.y == 0) "
-                        f"{cell} = {self.identity(call.op, t)};")
-                em.line("__syncthreads();")
-        elif call.phase == "FINI":
-            if not top:
-                em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
-            elif call.level == "vector":
-                em.line(f"for (int o = blockDim.x / 2; o > 0; o /= 2) "
-                        f"{call.local} = {em.combine(call.op, t, call.local, self._shfl(t, call.local))};")
-                em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
-            else:
-                outer = em.state["part"][:-len(loop.levels)]
-                idle = [lv for lv in ORDER if lv not in outer and lv not in loop.levels]
-                lead = " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in idle) or "1"
-                em.line(f"if ({lead}) {self._atomic(call.op, t, cell, call.local)}")
-                sync = ("cooperative_groups::this_grid().sync();" if call.level == "gang"
-                        else "__syncthreads();")
-                em.line(sync)
-                em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, f'({c}){cell}')};")
-                em.line(sync)
+                self._tree(em, call.op, t, value, part)
+            em.line(f"if ({LEAD}) *(volatile {c} *)&{slot} = {part};")
 
     def _shfl(self, t, v):
         if t.is_bool:
             return f"(bool)__shfl_xor_sync(__activemask(), (int){v}, o)"
         return f"__shfl_xor_sync(__activemask(), {v}, o)"
 
-    def _atomic(self, op, t, cell, v):
-        if op == "+" and t in (T.INT32, T.FLOAT32, T.FLOAT64):
-            return f"atomicAdd(&{cell}, {v});"
-        if t.is_bool:
-            fn = {"&": "atomicAnd", "|": "atomicOr", "^": "atomicXor", "and": "atomicAnd",
-                  "or": "atomicOr", "max": "atomicMax", "min": "atomicMin"}.get(op)
-            if fn:
-                return f"{fn}(&{cell}, (int){v});"
-        u, to_bits, from_bits = _BITS[t.name]
-        new = self._combine_text(op, t, f"{from_bits}(old_)", v)
-        return (f"{{ {u} *a_ = ({u} *)&{cell}; {u} old_ = *a_, prev_; do {{ prev_ = old_; "
-                f"old_ = atomicCAS(a_, prev_, {to_bits}({new})); }} while (old_ != prev_); }}")
+    def _tree(self, em, op, t, value, into):
+        """``into = into OP (value over every thread of the block)``: a tree in shared
+        memory, in every thread (the block reaches it together)."""
+        c = self.type_name(t)
+        u = em.uid()
+        s, i, n, h = f"pyg_s{u}", f"pyg_t{u}", f"pyg_n{u}", f"pyg_h{u}"
+        em.line("{")
+        with em.indent():
+            em.line(f"{c} *{s} = ({c} *)pyg_tree;")
+            em.line(f"const int {i} = threadIdx.y * blockDim.x + threadIdx.x, "
+                    f"{n} = blockDim.x * blockDim.y;")
+            em.line(f"{s}[{i}] = {value};")
+            em.line("__syncthreads();")
+            em.line(f"for (int {h} = 1; {h} < {n}; {h} *= 2) {{")
+            with em.indent():
+                em.line(f"if (({i} & (2 * {h} - 1)) == 0 && {i} + {h} < {n}) "
+                        f"{s}[{i}] = {em.combine(op, t, f'{s}[{i}]', f'{s}[{i} + {h}]')};")
+                em.line("__syncthreads();")
+            em.line("}")
+            em.line(f"{into} = {em.combine(op, t, into, f'{s}[0]')};")
+            em.line("__syncthreads();")
+        em.line("}")
 
-    def _combine_text(self, op, t, a, b):
-        if op in ("max", "min"):
-            return f"pyg_{op}_{t.name}({a}, {b})"
-        if op in ("and", "or"):
-            return f"({self.type_name(t)})(({a}) {'&&' if op == 'and' else '||'} ({b}))"
-        return f"(({a}) {op} ({b}))"
+    def _join(self, em, loop):
+        """After a gang loop: the last block to finish goes on as gang 0 of 1 with the
+        combined reductions; the others end."""
+        em.line("__threadfence();")                 # this thread's stores, for the last block
+        em.line("__syncthreads();")
+        em.line(f"if ({LEAD}) pyg_last = atomicAdd((unsigned int *)pyg_gs, 1u) "
+                f"== (unsigned int)(pyg_G - 1);")
+        em.line("__syncthreads();")
+        em.line("if (!pyg_last) return;")
+        em.line("__threadfence();")
+        em.line(f"if ({LEAD}) *(volatile unsigned int *)pyg_gs = 0;")
+        slots = em.state["slots"]
+        for r in loop.reductions:
+            c = self.type_name(r.type)
+            u = em.uid()
+            a, q = f"pyg_a{u}", f"pyg_q{u}"
+            em.line(f"{c} {a} = {self.identity(r.op, r.type)};")
+            em.line(f"for (long long {q} = threadIdx.y * blockDim.x + threadIdx.x; {q} < pyg_G; "
+                    f"{q} += blockDim.x * blockDim.y)")
+            part = f"*(volatile {c} *)&pyg_gs[{PARTIALS} + {q} * {len(slots)} + {slots[r.rid]}]"
+            em.line(f"    {a} = {em.combine(r.op, r.type, a, part)};")
+            self._tree(em, r.op, r.type, a, r.var)
+        em.line("pyg_g = 0; pyg_G = 1;")
 
     # -- the kernel contract ---------------------------------------------------------
     def kernel_info(self, em, fn):
-        """A gang-level reduction synchronizes the grid: a cooperative launch."""
-        info = super().kernel_info(em, fn)
-        if any(c.startswith("__device__") for c in em.state.get("cells", ())):
-            info = replace(info, cooperative=True)
-        return info
+        slots, tree, levels = _scan(fn)
+        scratch = bool(em.state["joins"])
+        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), (levels,),
+                          scratch_bytes=8 * PARTIALS if scratch else 0,
+                          gang_bytes=8 * len(slots), tree_bytes=8 if tree else 0)
 
 
 HOOKS = CudaDialect()
