@@ -21,7 +21,7 @@ def info(args) -> int:
             caps = ", ".join(sorted(p.capabilities)) or "-"
             print(f"  {name}: target {p.target}, API v{p.api_version}, {caps}")
             if not p.num_devices() and p.unavailable:
-                print(f"       no devices: {p.unavailable}")
+                print(f"       no devices here: {p.unavailable}")
     print("devices:")
     for dev in devs:
         i = dev.info

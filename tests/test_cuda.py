@@ -59,7 +59,7 @@ def test_no_gpu_no_devices_and_the_reason(capsys):
     assert p.unavailable                    # e.g. "no CUDA driver (libcuda.so.1: ...)"
     from pygomp.__main__ import main
     assert main(["info"]) == 0
-    assert f"no devices: {p.unavailable}" in capsys.readouterr().out
+    assert f"no devices here: {p.unavailable}" in capsys.readouterr().out
 
 
 def test_discovery_imports_no_cupy():
