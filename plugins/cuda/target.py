@@ -255,8 +255,10 @@ class CudaDialect(Dialect):
         elif call.level != loop.levels[0]:      # an inner level: a thread's own copies
             em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
         elif call.level == "vector":
-            em.line(f"for (int o = blockDim.x / 2; o > 0; o /= 2) "
-                    f"{call.local} = {em.combine(call.op, t, call.local, self._shfl(t, call.local))};")
+            c = self.type_name(t)               # every lane shuffles ("and" short-cuts)
+            em.line(f"for (int o = blockDim.x / 2; o > 0; o /= 2) {{ {c} pyg_o = "
+                    f"{self._shfl(t, call.local)}; "
+                    f"{call.local} = {em.combine(call.op, t, call.local, 'pyg_o')}; }}")
             em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
         else:
             idle = [lv for lv in ORDER[1:] if lv not in em.state["part"] + loop.levels]

@@ -1,0 +1,263 @@
+"""The CUDA C of reduction and join kernels, run on the CPU under a small emulation of
+CUDA's execution model, against numpy.  No GPU runs here, so this is what checks the
+logic of the dialect's joins (partials, the last block, the counter it resets), trees
+and warp shuffles before bench/gpu_check.sh runs the real thing.
+
+The emulation (g++ -std=c++20): one OS thread a CUDA thread; the blocks of a grid one
+after another, in a shuffled order (no kernel may need its blocks resident at once, and
+the last block to finish is then any of them); ``__syncthreads`` a barrier of the block,
+``__syncwarp`` and the shuffles a barrier of one worker's lanes (the dialect keeps them
+in one warp); ``__shared__`` memory static (one block runs at a time).  A barrier that
+not every thread reaches within seconds is reported, not waited for.
+"""
+import ctypes
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import kernels_reduce  # noqa: E402
+import test_cuda  # noqa: E402
+import test_kernels_examples as tke  # noqa: E402
+from pygomp.compiler.emit import arg_words  # noqa: E402
+from pygomp.kernels import _word  # noqa: E402
+
+target = pytest.importorskip("pygomp_plugins.cuda.target")
+if not shutil.which("g++"):
+    pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
+
+HEADER = r"""
+#include <math.h>
+#include <string.h>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+#undef INFINITY
+#undef NAN
+struct pyg_dim3 { unsigned int x, y, z; };
+static thread_local pyg_dim3 threadIdx, blockIdx;
+static pyg_dim3 blockDim, gridDim;
+static std::atomic<int> pyg_stuck{0};
+
+struct pyg_barrier {                    // gives up (and says so) after 5 s
+    std::mutex m; std::condition_variable cv; unsigned n, waiting = 0, gen = 0;
+    explicit pyg_barrier(unsigned n) : n(n) {}
+    void wait() {
+        std::unique_lock<std::mutex> l(m);
+        unsigned g = gen;
+        if (++waiting == n) { waiting = 0; ++gen; cv.notify_all(); return; }
+        if (!cv.wait_for(l, std::chrono::seconds(5), [&] { return gen != g || pyg_stuck; }))
+            pyg_stuck = 1;
+    }
+};
+static pyg_barrier *pyg_block;
+static std::vector<pyg_barrier *> pyg_lanes;        // one a worker
+static unsigned long long pyg_slots[4096];
+unsigned long long pyg_tree[4096];
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline void __syncthreads() { __threadfence(); pyg_block->wait(); }
+static inline unsigned __activemask() { return 0xffffffffu; }
+static inline void __syncwarp(unsigned) { __threadfence(); pyg_lanes[threadIdx.y]->wait(); }
+template <class T> static T __shfl_xor_sync(unsigned, T v, int o) {
+    unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+    memcpy(&pyg_slots[t], &v, sizeof v);
+    __syncwarp(0);
+    T r;
+    memcpy(&r, &pyg_slots[t ^ o], sizeof r);
+    __syncwarp(0);
+    return r;
+}
+template <class T> static T atomicAdd(T *p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+#define PYG_CAST(name, from, to) \
+    static inline to name(from v) { to r; memcpy(&r, &v, sizeof r); return r; }
+PYG_CAST(__int_as_float, int, float)
+PYG_CAST(__uint_as_float, unsigned int, float)
+PYG_CAST(__float_as_uint, float, unsigned int)
+PYG_CAST(__longlong_as_double, long long, double)
+PYG_CAST(__double_as_longlong, double, long long)
+"""
+
+LAUNCH = r"""
+extern "C" int pyg_launch_N(const unsigned long long *w, unsigned gx, unsigned bx,
+                            unsigned by, const unsigned *order)
+{
+    blockDim = {bx, by, 1};
+    gridDim = {gx, 1, 1};
+    pyg_stuck = 0;
+    for (unsigned i = 0; i < gx; ++i) {
+        pyg_barrier block(bx * by);
+        std::vector<pyg_barrier *> lanes;
+        for (unsigned y = 0; y < by; ++y)
+            lanes.push_back(new pyg_barrier(bx));
+        pyg_block = &block;
+        pyg_lanes = lanes;
+        std::vector<std::thread> threads;
+        for (unsigned y = 0; y < by; ++y)
+            for (unsigned x = 0; x < bx; ++x)
+                threads.emplace_back([=] {
+                    threadIdx = {x, y, 0};
+                    blockIdx = {order[i], 0, 0};
+                    CALL;
+                });
+        for (auto &t : threads)
+            t.join();
+        for (auto *l : lanes)
+            delete l;
+    }
+    return pyg_stuck;
+}
+"""
+
+
+def emulator(cases):
+    """One library of the given (kernel, args) specializations: {kernel spec's entry:
+    (ctypes launch function, KernelInfo)}."""
+    specs = {}
+    for kernel, args in cases:
+        spec = kernel.spec(tuple(args))
+        specs.setdefault(spec.unit(target.HOOKS).entry, spec)
+    pre = target.HOOKS.preamble(None)
+    parts = [HEADER, pre]
+    for i, spec in enumerate(specs.values()):
+        unit = spec.unit(target.HOOKS)
+        info = unit.kernels[0]
+        src = unit.source[len(pre):].replace('extern "C" __global__', "__global__")
+        src = re.sub(r"extern __shared__ [^;]*;", "", src)      # the global pyg_tree
+        src = src.replace("__shared__", "static")
+        words = [f"w[{k}]" for k in range(len(info.args))]
+        if info.has_scratch:
+            words.append(f"(unsigned long long *)w[{len(info.args)}]")
+        call = f"pyg_u{i}::{info.entries[0]}({', '.join(words)})"
+        parts += [f"namespace pyg_u{i} {{\n{src}\n}}",
+                  LAUNCH.replace("pyg_launch_N", f"pyg_launch_{i}").replace("CALL", call)]
+    d = pathlib.Path(tempfile.mkdtemp(prefix="pyg-emu-"))
+    (d / "k.cpp").write_text("\n".join(parts))
+    r = subprocess.run(["g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread",
+                        str(d / "k.cpp"), "-o", str(d / "k.so")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:3000]
+    lib = ctypes.CDLL(str(d / "k.so"))
+    out = {}
+    for i, (entry, spec) in enumerate(specs.items()):
+        f = getattr(lib, f"pyg_launch_{i}")
+        f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 3 + [ctypes.c_void_p]
+        out[entry] = (f, spec)
+    shutil.rmtree(d)
+    return out
+
+
+def run(lib, kernel, args, gangs, workers, vector, seed=0):
+    """Run ``kernel(*args)`` under the emulation (arrays in place); its result."""
+    unit = kernel.spec(tuple(args)).unit(target.HOOKS)
+    f, spec = lib[unit.entry]
+    info = unit.kernels[0]
+    words, keep = [], []
+    it = iter(args)
+    for name, t, role in arg_words(unit.fn):
+        if role == "array":
+            a = next(it)
+            words.append(a.ctypes.data)
+            shape = list(a.shape)
+        elif role == "shape":
+            words.append(shape.pop(0))
+        elif role == "scalar":
+            words.append(_word(t)(next(it)))
+        else:
+            keep.append(np.zeros(1, spec.ret_dtype))
+            words.append(keep[-1].ctypes.data)
+    scratch = np.zeros(max(info.scratch_size(gangs), 8) // 8, np.uint64)
+    if info.has_scratch:
+        words.append(scratch.ctypes.data)
+    w = np.array(words, np.uint64)
+    lv = info.levels[0]
+    gx = gangs if "g" in lv else 1
+    bx, by = (vector if "v" in lv else 1), (workers if "w" in lv else 1)
+    order = np.random.default_rng(seed).permutation(gx).astype(np.uint32)
+    stuck = f(w.ctypes.data, gx, bx, by, order.ctypes.data)
+    assert not stuck, f"{kernel}: a barrier was not reached by every thread of a block"
+    assert scratch[0] == 0, "the join counter was not reset"
+    return keep[0][0] if keep else None
+
+
+GEOMETRIES = [(5, 2, 8), (3, 4, 4), (1, 1, 32)]
+INTS, FLOATS = (np.int32, np.int64), (np.float32, np.float64)
+G, C = 6, 40
+
+
+def reduce_inputs(dtype):
+    rng = np.random.default_rng(4)
+    x = rng.integers(-40, 100, G * C).astype(dtype)
+    x[x == 0] = 3
+    x[100] = 7
+    p = np.ones(G * C, dtype)
+    p[rng.choice(G * C, 12, replace=False)] = 2
+    p[rng.choice(G * C, 3, replace=False)] = -1
+    bits = (rng.integers(0, 1 << 20, G * C) | 0x50000).astype(dtype)
+    return x, p, bits
+
+
+@pytest.fixture(scope="module")
+def lib():
+    f8 = np.zeros(4)
+    cases = [(kernels_reduce.reduce_all, (np.zeros(1, t), np.zeros(1, t), 1, 1,
+                                          np.zeros((1, 1), t))) for t in INTS + FLOATS]
+    cases += [(kernels_reduce.reduce_bits, (np.zeros(1, t), 1, 1, np.zeros((1, 1), t)))
+              for t in INTS]
+    cases += [(test_cuda.scale_by_total, (f8, f8)), (test_cuda.steps, (f8, f8, 1)),
+              (tke.load("dot").dot, (f8, f8)),
+              (tke.load("jacobi").sweep, (np.zeros((2, 2)), np.zeros((2, 2))))]
+    return emulator(cases)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+@pytest.mark.parametrize("dtype", INTS + FLOATS, ids=lambda t: np.dtype(t).name)
+def test_every_reduction_at_every_level(lib, dtype, gangs, workers, vector):
+    x, p, bits = reduce_inputs(dtype)
+    out = np.zeros((6, 6), dtype)
+    run(lib, kernels_reduce.reduce_all, (x, p, G, C, out), gangs, workers, vector)
+    ref = [x.sum(dtype=dtype), p.prod(dtype=dtype), x.max(), x.min(), 0, 1]
+    np.testing.assert_array_equal(out, np.array([ref] * 6, dtype))
+    if dtype in INTS:
+        out = np.zeros((6, 3), dtype)
+        run(lib, kernels_reduce.reduce_bits, (bits, G, C, out), gangs, workers, vector)
+        ref = [np.bitwise_and.reduce(bits), np.bitwise_or.reduce(bits),
+               np.bitwise_xor.reduce(bits)]
+        np.testing.assert_array_equal(out, np.array([ref] * 6, dtype))
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_joins_and_examples(lib, gangs, workers, vector):
+    x = np.arange(1.0, 301.0)
+    y = np.zeros_like(x)
+    run(lib, test_cuda.scale_by_total, (x, y), gangs, workers, vector)
+    np.testing.assert_allclose(y, x / x.sum())
+    want = x.copy()
+    for _ in range(3):
+        want = np.roll(np.roll(want, -1) + 1.0, -3)
+    assert run(lib, test_cuda.steps, (x, y, 3), gangs, workers, vector) == want.sum()
+    np.testing.assert_array_equal(x, want)
+
+    a, b = np.linspace(0, 1, 1001), np.linspace(2, 3, 1001)
+    assert np.isclose(run(lib, tke.load("dot").dot, (a, b), gangs, workers, vector), a @ b)
+    jacobi = tke.load("jacobi")
+    u = jacobi.grid(17)
+    v = u.copy()
+    err = run(lib, jacobi.sweep, (u, v), gangs, workers, vector)
+    ref = jacobi.reference(u, 1)
+    np.testing.assert_allclose(v, ref)
+    assert np.isclose(err, np.abs(ref - u).max())
