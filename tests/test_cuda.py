@@ -98,7 +98,24 @@ def steps(x, y, t: int):
     return s
 
 
+@omp.target(num_gangs=3, num_workers=2, vector_length=4)
+def own_arrays(x, y):
+    """Arrays written by code that runs redundantly: a thread's own, a gang's shared."""
+    t = np.zeros(2)
+    t[1] = 3.0
+    for g in omp.gang(x.shape[0] // 8):
+        s = omp.shared_array(2, np.float64)
+        s[0] = x[g * 8]
+        for w in omp.worker(8):
+            y[g * 8 + w] = x[g * 8 + w] * t[1] + s[0]
+
+
 def test_gang_joins(device):
+    x = np.arange(64.0)
+    y = np.zeros_like(x)
+    own_arrays.on(device)(x, y)
+    np.testing.assert_array_equal(y, 3 * x + np.repeat(x[::8], 8))
+
     x = np.arange(1.0, 1001.0)
     y = np.zeros_like(x)
     scale_by_total.on(device)(x, y)

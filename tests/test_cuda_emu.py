@@ -7,7 +7,7 @@ The emulation (g++ -std=c++20): one OS thread a CUDA thread; the blocks of a gri
 after another, in a shuffled order (no kernel may need its blocks resident at once, and
 the last block to finish is then any of them); ``__syncthreads`` a barrier of the block,
 ``__syncwarp`` and the shuffles a barrier of one worker's lanes (the dialect keeps them
-in one warp); ``__shared__`` memory static (one block runs at a time).  A barrier that
+in one warp); ``__shared__`` memory one arena, filled with a pattern for each block.  A barrier that
 not every thread reaches within seconds is reported, not waited for.
 """
 import ctypes
@@ -66,6 +66,7 @@ static pyg_barrier *pyg_block;
 static std::vector<pyg_barrier *> pyg_lanes;        // one a worker
 static unsigned long long pyg_slots[4096];
 unsigned long long pyg_tree[4096];
+static unsigned char pyg_arena[16][8192];        // __shared__ variables, refilled a block
 
 #define __global__
 #define __device__
@@ -105,6 +106,7 @@ extern "C" int pyg_launch_N(const unsigned long long *w, unsigned gx, unsigned b
         std::vector<pyg_barrier *> lanes;
         for (unsigned y = 0; y < by; ++y)
             lanes.push_back(new pyg_barrier(bx));
+        memset(pyg_arena, 0xa5, sizeof pyg_arena);      // what a block finds there
         pyg_block = &block;
         pyg_lanes = lanes;
         std::vector<std::thread> threads;
@@ -125,6 +127,17 @@ extern "C" int pyg_launch_N(const unsigned long long *w, unsigned gx, unsigned b
 """
 
 
+def _team(src):
+    """Each ``__shared__`` variable a reference into the block's arena."""
+    slots = iter(range(16))
+
+    def one(m):
+        t, name, n = m.groups()
+        return (f"{t} (&{name})[{n}] = *({t} (*)[{n}])pyg_arena[{next(slots)}];" if n else
+                f"{t} &{name} = *({t} *)pyg_arena[{next(slots)}];")
+    return re.sub(r"__shared__ ([\w ]+?) (\w+)(?:\[(\d+)\])?;", one, src)
+
+
 def emulator(cases):
     """One library of the given (kernel, args) specializations: {kernel spec's entry:
     (ctypes launch function, KernelInfo)}."""
@@ -139,7 +152,7 @@ def emulator(cases):
         info = unit.kernels[0]
         src = unit.source[len(pre):].replace('extern "C" __global__', "__global__")
         src = re.sub(r"extern __shared__ [^;]*;", "", src)      # the global pyg_tree
-        src = src.replace("__shared__", "static")
+        src = _team(src)
         words = [f"w[{k}]" for k in range(len(info.args))]
         if info.has_scratch:
             words.append(f"(unsigned long long *)w[{len(info.args)}]")
@@ -218,7 +231,8 @@ def lib():
                                           np.zeros((1, 1), t))) for t in INTS + FLOATS]
     cases += [(kernels_reduce.reduce_bits, (np.zeros(1, t), 1, 1, np.zeros((1, 1), t)))
               for t in INTS]
-    cases += [(test_cuda.scale_by_total, (f8, f8)), (test_cuda.steps, (f8, f8, 1)),
+    cases += [(test_cuda.own_arrays, (f8, f8)),
+              (test_cuda.scale_by_total, (f8, f8)), (test_cuda.steps, (f8, f8, 1)),
               (tke.load("dot").dot, (f8, f8)),
               (tke.load("jacobi").sweep, (np.zeros((2, 2)), np.zeros((2, 2))))]
     return emulator(cases)
@@ -242,6 +256,10 @@ def test_every_reduction_at_every_level(lib, dtype, gangs, workers, vector):
 
 @pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
 def test_joins_and_examples(lib, gangs, workers, vector):
+    x = np.arange(64.0)
+    y = np.zeros_like(x)
+    run(lib, test_cuda.own_arrays, (x, y), gangs, workers, vector)
+    np.testing.assert_array_equal(y, 3 * x + np.repeat(x[::8], 8))
     x = np.arange(1.0, 301.0)
     y = np.zeros_like(x)
     run(lib, test_cuda.scale_by_total, (x, y), gangs, workers, vector)

@@ -151,8 +151,12 @@ class CudaDialect(Dialect):
         em.out[at:at] = ["    " + c for c in em.state["cells"]]
         em.line("}")
 
-    def leader(self, em):
-        idle = [lv for lv in ORDER if lv not in em.state.get("part", ())]
+    def leader(self, em, space="global"):
+        """The thread that stores for those running the current code redundantly: for
+        global memory one in the grid, for a gang's shared memory one a block, for a
+        thread's own memory each."""
+        levels = {"global": ORDER, "local": ORDER[1:], "private": ()}[space]
+        idle = [lv for lv in levels if lv not in em.state.get("part", ())]
         return " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in idle) or "1"
 
     def kernel_return(self, em, fn, value):
@@ -161,7 +165,7 @@ class CudaDialect(Dialect):
         em.line("return;")
 
     def store(self, em, s):
-        cond = self.leader(em)
+        cond = self.leader(em, s.target.array.type.space)
         text = f"{em.expr(s.target)} = {em.expr(s.value)};"
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
@@ -173,10 +177,10 @@ class CudaDialect(Dialect):
                                f"int64, uint32, uint64, float32 or float64)",
                                em.cur.file, s.line or em.cur.line)
         target, value = em.expr(s.target), em.expr(s.value)
-        op = f"atomicAdd(({c} *)&{target}, ({c}){value});"
-        if s.target.array.type.space == "private":
-            op = f"{target} += {value};"
-        cond = self.leader(em)
+        space = s.target.array.type.space
+        op = (f"{target} += {value};" if space == "private"
+              else f"atomicAdd(({c} *)&{target}, ({c}){value});")
+        cond = self.leader(em, space)
         em.line(op if cond == "1" else f"if ({cond}) {op}")
 
     def barrier(self, em):
