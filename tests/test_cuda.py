@@ -110,6 +110,27 @@ def own_arrays(x, y):
             y[g * 8 + w] = x[g * 8 + w] * t[1] + s[0]
 
 
+@omp.target
+def column_step(a):
+    """A Cholesky column step: the diagonal by the code outside the gang loop, then the
+    column below it by the gangs, which read the new diagonal."""
+    n = a.shape[0]
+    for k in range(n):
+        a[k, k] = np.sqrt(a[k, k])  # STORE
+        for i in omp.gang(k + 1, n):
+            a[i, k] = a[i, k] / a[k, k]  # READ
+
+
+def test_a_store_gangs_may_read_too_early_is_refused():
+    from pygomp_plugins.cuda.target import HOOKS
+    lines = {m: i + 1 for i, text in enumerate(open(__file__)) for m in ("STORE", "READ")
+             if text.endswith(f"# {m}\n")}
+    with pytest.raises(CompileError, match=rf"a is stored here .* read at line "
+                                           rf"{lines['READ']} by gangs") as e:
+        column_step.spec((np.eye(3),)).unit(HOOKS)
+    assert (e.value.file, e.value.line) == (__file__, lines["STORE"])
+
+
 def test_gang_joins(device):
     x = np.arange(64.0)
     y = np.zeros_like(x)

@@ -19,9 +19,13 @@ a tree in dynamic shared memory (``tree_bytes``); gangs by one partial a block i
 global scratch, combined by the last block to finish.  The same "join" follows a gang
 loop after which the kernel goes on: every block fences its stores and counts itself in
 an atomic counter (scratch word 0); the last one resets the counter, combines the
-partials and goes on alone as gang 0 of 1, the others end.
+partials and goes on alone as gang 0 of 1, the others end.  Before the first join,
+nothing orders what gang 0 stores outside the gang loops before what the other gangs
+read: a kernel where they may read it is refused (`unordered`), rather than run wrong.
 """
 from __future__ import annotations
+
+import linecache
 
 from pygomp.compiler import ir
 from pygomp.compiler import types as T
@@ -74,6 +78,66 @@ def joins(body, tail=False) -> set:
     return out
 
 
+def _arrays(node, helpers=False):
+    """The global arrays ``node`` reads, and those a helper gets (it may store to them);
+    with ``helpers``, only the latter."""
+    out = set()
+    for n in ir.walk(node):
+        if isinstance(n, ir.Index) and n.array.type.space == "global" and not helpers:
+            out.add(n.array.name)
+        elif isinstance(n, ir.HelperCall):
+            out.update(a.name for a in n.args
+                       if isinstance(a, ir.ArrayRef) and a.type.space == "global")
+    return out
+
+
+def unordered(fn, ends):
+    """A global store that code outside the gang loops makes (gang 0 alone stores) while
+    other gangs run, of an array some gang may read before a join orders them: (array,
+    store line, read line), or None."""
+    events = []
+
+    def linear(body, cond, gang):
+        """Reads, stores (not those of gang loops) and joins in the order they happen."""
+        for s in body:
+            if isinstance(s, ir.ParLoop):
+                events.append(("read", _arrays(s.dims), s.line))
+                inside = gang or "gang" in s.levels
+                linear(s.body, cond, inside)
+                if inside and not gang and id(s) in ends and not cond:
+                    events.append(("join", None, s.line))
+            elif isinstance(s, ir.If):
+                events.append(("read", _arrays(s.cond), s.line))
+                linear(s.body, True, gang)
+                linear(s.orelse, True, gang)
+            elif isinstance(s, (ir.For, ir.While)):
+                head = [getattr(s, f) for f in ("start", "stop", "step", "cond") if hasattr(s, f)]
+                events.append(("read", _arrays(head), s.line))
+                linear(s.body, cond, gang)
+                linear(s.body, cond, gang)      # what one trip stores, the next reads
+            else:
+                target = getattr(s, "target", None)
+                events.append(("read", _arrays([s.value] + target.indices)
+                               if isinstance(target, ir.Index) else _arrays(s), s.line))
+                stores = set() if gang else _arrays(s, helpers=True)
+                if isinstance(target, ir.Index) and not gang and target.array.type.space == "global":
+                    stores.add(target.array.name)
+                events.extend(("store", a, s.line) for a in stores)
+
+    linear(fn.body, False, False)
+    stored = {}
+    for kind, what, line in events:
+        if kind == "join":
+            return None
+        if kind == "store":
+            stored.setdefault(what, line)
+        else:
+            for a in what:
+                if a in stored:
+                    return a, stored[a], line
+    return None
+
+
 def _scan(fn):
     """(gang reduction slots {rid: slot}, whether a block-wide tree is used, the levels
     the kernel partitions as "gwv" letters)."""
@@ -121,6 +185,14 @@ class CudaDialect(Dialect):
         slots, tree, _ = _scan(fn)
         ends = joins(fn.body)
         em.state.update(part=(), slots=slots, joins=ends, cells=[])
+        bad = unordered(fn, ends)
+        if bad:
+            name, at, read = bad
+            raise CompileError(
+                f"{name} is stored here by code outside the gang loops (gang 0 alone stores) "
+                f"and read at line {read} by gangs that may run before the store: the CUDA "
+                f"dialect cannot order them yet (store it in a gang loop of its own, or "
+                f"before the kernel)", fn.file, at, linecache.getline(fn.file, at))
         params = [f"unsigned long long w{i}" for i in range(len(words))]
         if ends:
             params.append("unsigned long long *pyg_gs")
