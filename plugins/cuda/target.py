@@ -8,8 +8,9 @@ No kernel needs its blocks resident at once: any grid works.
 
 Execution model: code outside a partitioned level runs redundantly on every thread of
 that level; stores, atomics and the kernel's result are done by the level's thread 0
-only.  Loops are padded so that every thread of a level runs the same number of trips
-(the body is guarded), which keeps ``__syncthreads`` uniform.  A worker or vector loop
+only.  A loop whose body syncs is padded so that every thread of a level runs the same
+number of trips (the body is guarded), which keeps ``__syncthreads`` uniform; the others
+are plain strided loops.  A worker or vector loop
 has a ``__syncthreads`` on each side (``__syncwarp`` inside a worker loop), so that the
 threads of a block see each other's stores.
 
@@ -136,6 +137,12 @@ def unordered(fn, ends):
                 if a in stored:
                     return a, stored[a], line
     return None
+
+
+def _syncs(body) -> bool:
+    """Whether ``body`` has a barrier (or a loop with its syncs), helpers included."""
+    return any(isinstance(n, (ir.Barrier, ir.ParLoop))
+               or isinstance(n, ir.HelperCall) and _syncs(n.fn.body) for n in ir.walk(body))
 
 
 def _scan(fn):
@@ -285,22 +292,26 @@ class CudaDialect(Dialect):
             for name, d in zip(trips, loop.dims):
                 em.line(f"const long long {name} = {em.trip(d)};")
             em.line(f"const long long tot{u} = {' * '.join(trips)};")
-            em.line(f"const long long P{u} = {P}, per{u} = (tot{u} + P{u} - 1) / P{u};")
+            em.line(f"const long long P{u} = {P};")
             outer = em.state["part"]
             em.state["part"] = outer + levels
             em.state.setdefault("loops", []).append(loop)
             for c in loop.setup + loop.init:
                 em.stmt(c)
-            em.line(f"for (long long j{u} = 0; j{u} < per{u}; ++j{u}) {{")
-            with em.indent():
-                em.line(f"const long long k{u} = j{u} * P{u} + ({p});")
-                em.line(f"if (k{u} < tot{u}) {{")
-                with em.indent():
-                    for s in em.dim_values(loop, f"k{u}", trips):
-                        em.line(s)
-                    em.decls(loop.decls)
-                    em.stmts(loop.body)
-                em.line("}")
+            if _syncs(loop.body):                # every thread the same trips
+                em.line(f"for (long long j{u} = 0; j{u} < (tot{u} + P{u} - 1) / P{u}; ++j{u}) {{")
+                em.line(f"    const long long k{u} = j{u} * P{u} + ({p});")
+                em.line(f"    if (k{u} < tot{u}) {{")
+            else:                               # a plain strided loop (unrolled)
+                em.line("#pragma unroll 4")
+                em.line(f"for (long long k{u} = {p}; k{u} < tot{u}; k{u} += P{u}) {{")
+                em.line("    {")
+            with em.indent(), em.indent():
+                for s in em.dim_values(loop, f"k{u}", trips):
+                    em.line(s)
+                em.decls(loop.decls)
+                em.stmts(loop.body)
+            em.line("    }")
             em.line("}")
             em.state["part"] = outer
             for c in loop.fini + loop.teardown:
