@@ -1,9 +1,11 @@
 """The CUDA plugin.  Without a GPU: it loads, finds no device and says why, costs no
 cupy import, and arrays in GPU memory are refused by other devices with a clear error;
-NVRTC's errors point at the Python line.  On every device: the joins after gang loops
-(a block-wide reduction each gang makes, gang loops in turn).  With a GPU (tests that skip here with the
-plugin's reason): CuPy and DLPack arrays used in place, images cached for a second
-process, a task chain on the stream, large copies, launch geometry."""
+NVRTC's errors point at the Python line; a kernel whose gangs may read a store before it
+is made is refused.  On every device: what the joins after gang loops must keep (a
+block-wide reduction each gang makes, gang loops in turn, arrays of a thread and of a
+gang written by redundant code).  With a GPU (tests that skip here with the plugin's
+reason): CuPy and DLPack arrays used in place, images cached for a second process, a
+task chain on the stream, large copies, launch geometry."""
 import os
 import subprocess
 import sys

@@ -10,9 +10,9 @@ Execution model: code outside a partitioned level runs redundantly on every thre
 that level; stores, atomics and the kernel's result are done by the level's thread 0
 only.  A loop whose body syncs is padded so that every thread of a level runs the same
 number of trips (the body is guarded), which keeps ``__syncthreads`` uniform; the others
-are plain strided loops.  A worker or vector loop
-has a ``__syncthreads`` on each side (``__syncwarp`` inside a worker loop), so that the
-threads of a block see each other's stores.
+are plain strided loops.  A worker or vector loop has a ``__syncthreads`` on each side
+(``__syncwarp`` inside a worker loop), so that the threads of a block see each other's
+stores.
 
 Reductions, at the level where the loop's threads join: vector lanes by warp shuffles
 (``__shfl_xor_sync``, which leaves the result in every lane); the threads of a block by
@@ -120,10 +120,10 @@ def unordered(fn, ends):
                 target = getattr(s, "target", None)
                 events.append(("read", _arrays([s.value] + target.indices)
                                if isinstance(target, ir.Index) else _arrays(s), s.line))
-                stores = set() if gang else _arrays(s, helpers=True)
-                if isinstance(target, ir.Index) and not gang and target.array.type.space == "global":
+                stores = _arrays(s, helpers=True)
+                if isinstance(target, ir.Index) and target.array.type.space == "global":
                     stores.add(target.array.name)
-                events.extend(("store", a, s.line) for a in stores)
+                events.extend(("store", a, s.line) for a in stores if not gang)
 
     linear(fn.body, False, False)
     stored = {}
@@ -137,6 +137,12 @@ def unordered(fn, ends):
                 if a in stored:
                     return a, stored[a], line
     return None
+
+
+def _partial(em, c, gang, rid):
+    """A gang's partial of a reduction in the global scratch (of C type ``c``)."""
+    slots = em.state["slots"]
+    return f"*(volatile {c} *)&pyg_gs[{PARTIALS} + {gang} * {len(slots)} + {slots[rid]}]"
 
 
 def _syncs(body) -> bool:
@@ -355,14 +361,13 @@ class CudaDialect(Dialect):
                 self._tree(em, call.op, t, value, call.outer)
                 return
             c = self.type_name(t)
-            slot = f"pyg_gs[{PARTIALS} + pyg_g * {len(em.state['slots'])} + {em.state['slots'][call.rid]}]"
             part = f"pyg_p{em.uid()}"
             em.line(f"{c} {part} = {self.identity(call.op, t)};")
             if loop.levels == ("gang",):            # every thread of the block has it
                 em.line(f"{part} = {call.local};")
             else:
                 self._tree(em, call.op, t, value, part)
-            em.line(f"if ({LEAD}) *(volatile {c} *)&{slot} = {part};")
+            em.line(f"if ({LEAD}) {_partial(em, c, 'pyg_g', call.rid)} = {part};")
 
     def _shfl(self, t, v):
         if t.is_bool:
@@ -403,7 +408,6 @@ class CudaDialect(Dialect):
         em.line("if (!pyg_last) return;")
         em.line("__threadfence();")
         em.line(f"if ({LEAD}) *(volatile unsigned int *)pyg_gs = 0;")
-        slots = em.state["slots"]
         for r in loop.reductions:
             c = self.type_name(r.type)
             u = em.uid()
@@ -411,8 +415,7 @@ class CudaDialect(Dialect):
             em.line(f"{c} {a} = {self.identity(r.op, r.type)};")
             em.line(f"for (long long {q} = threadIdx.y * blockDim.x + threadIdx.x; {q} < pyg_G; "
                     f"{q} += blockDim.x * blockDim.y)")
-            part = f"*(volatile {c} *)&pyg_gs[{PARTIALS} + {q} * {len(slots)} + {slots[r.rid]}]"
-            em.line(f"    {a} = {em.combine(r.op, r.type, a, part)};")
+            em.line(f"    {a} = {em.combine(r.op, r.type, a, _partial(em, c, q, r.rid))};")
             self._tree(em, r.op, r.type, a, r.var)
         em.line("pyg_g = 0; pyg_G = 1;")
 
