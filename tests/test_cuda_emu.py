@@ -1,5 +1,5 @@
-"""The CUDA C of reduction and join kernels, run on the CPU under a small emulation of
-CUDA's execution model, against numpy.  No GPU runs here, so this is what checks the
+"""The CUDA C of the reduction kernels, the join kernels and the examples, run on the
+CPU under a small emulation of CUDA's execution model, against numpy.  No GPU runs here, so this is what checks the
 logic of the dialect's joins (partials, the last block, the counter it resets), trees
 and warp shuffles before bench/gpu_check.sh runs the real thing.
 
@@ -233,8 +233,11 @@ def lib():
               for t in INTS]
     cases += [(test_cuda.own_arrays, (f8, f8)),
               (test_cuda.scale_by_total, (f8, f8)), (test_cuda.steps, (f8, f8, 1)),
-              (tke.load("dot").dot, (f8, f8)),
-              (tke.load("jacobi").sweep, (np.zeros((2, 2)), np.zeros((2, 2))))]
+              (tke.load("dot").dot, (f8, f8)), (tke.load("pi").pi, (1,)),
+              (tke.load("jacobi").sweep, (np.zeros((2, 2)), np.zeros((2, 2)))),
+              (tke.load("matvec").matvec, (np.zeros((2, 2)), f8, f8)),
+              (tke.load("histogram").histogram, (f8, 0.0, 1.0, np.zeros(2, np.int64))),
+              (tke.load("transpose").transpose, (np.zeros((2, 2), np.float32),) * 2)]
     return emulator(cases)
 
 
@@ -279,3 +282,22 @@ def test_joins_and_examples(lib, gangs, workers, vector):
     ref = jacobi.reference(u, 1)
     np.testing.assert_allclose(v, ref)
     assert np.isclose(err, np.abs(ref - u).max())
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_more_examples(lib, gangs, workers, vector):
+    """A vector reduction in a gang loop, atomics, a team-shared tile and a barrier."""
+    assert np.isclose(run(lib, tke.load("pi").pi, (1000,), gangs, workers, vector), np.pi)
+    rng = np.random.default_rng(1)
+    A, x, y = rng.random((37, 53)), rng.random(53), np.zeros(37)
+    run(lib, tke.load("matvec").matvec, (A, x, y), gangs, workers, vector)
+    np.testing.assert_allclose(y, A @ x)
+    h = tke.load("histogram")
+    v, hist = rng.normal(0.0, 1.0, 999), np.zeros(h.BINS, np.int64)
+    run(lib, h.histogram, (v, -3.0, 3.0, hist), gangs, workers, vector)
+    ref, _ = np.histogram(v[(v >= -3.0) & (v < 3.0)], bins=h.BINS, range=(-3.0, 3.0))
+    np.testing.assert_array_equal(hist, ref)
+    a = rng.random((45, 70)).astype(np.float32)
+    b = np.zeros((70, 45), np.float32)
+    run(lib, tke.load("transpose").transpose, (a, b), gangs, workers, vector)
+    np.testing.assert_array_equal(b, a.T)
