@@ -73,7 +73,6 @@ static unsigned char pyg_arena[16][8192];        // __shared__ variables, refill
 #define __forceinline__ inline
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline void __syncthreads() { __threadfence(); pyg_block->wait(); }
-static inline unsigned __activemask() { return 0xffffffffu; }
 static inline void __syncwarp(unsigned) { __threadfence(); pyg_lanes[threadIdx.y]->wait(); }
 template <class T> static T __shfl_xor_sync(unsigned, T v, int o) {
     unsigned t = threadIdx.y * blockDim.x + threadIdx.x;

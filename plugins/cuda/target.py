@@ -225,6 +225,8 @@ class CudaDialect(Dialect):
                 else:
                     em.line(f"{self.type_name(t)} {name} = ({self.type_name(t)})w{i};")
             em.line("long long pyg_g = blockIdx.x, pyg_G = gridDim.x;")
+            em.line("const unsigned pyg_lanes = blockDim.x >= 32 ? 0xffffffffu : "
+                    "((1u << blockDim.x) - 1) << (threadIdx.y * blockDim.x & 31);")
             if tree:
                 em.line("extern __shared__ unsigned long long pyg_tree[];")
             if ends:
@@ -332,8 +334,10 @@ class CudaDialect(Dialect):
 
     def _sync(self, em):
         """Order the memory accesses of the threads running the current code: a
-        block's, or one worker's lanes (which share a warp) inside a worker loop."""
-        em.line("__syncwarp(__activemask());" if "worker" in em.state["part"]
+        block's, or one worker's lanes (``pyg_lanes``, in one warp) inside a worker
+        loop.  Lanes are named, never taken from ``__activemask()``, which need not
+        hold a worker's lanes together."""
+        em.line("__syncwarp(pyg_lanes);" if "worker" in em.state["part"]
                 else "__syncthreads();")
 
     def reduction(self, em, call):
@@ -371,8 +375,8 @@ class CudaDialect(Dialect):
 
     def _shfl(self, t, v):
         if t.is_bool:
-            return f"(bool)__shfl_xor_sync(__activemask(), (int){v}, o)"
-        return f"__shfl_xor_sync(__activemask(), {v}, o)"
+            return f"(bool)__shfl_xor_sync(pyg_lanes, (int){v}, o)"
+        return f"__shfl_xor_sync(pyg_lanes, {v}, o)"
 
     def _tree(self, em, op, t, value, into):
         """``into = into OP (value over every thread of the block)``: a tree in shared
