@@ -17,6 +17,10 @@ compute capability: a cubin for ``sm_XY``, or PTX that the driver finishes when 
 does not know the GPU.  The cache key holds the source, the options, the compute
 capability (the identity) and NVRTC's version; a cached image loads with no NVRTC call.
 
+A kernel's entries are launched in order on the stream, or as its ``program`` says (a
+loop of launches reads its count or condition from the global scratch, which waits for
+the launches before it).
+
 Kernel parameters, for every entry of a kernel (see `KernelInfo`): one ``unsigned long
 long`` a word; then, if the kernel has global scratch, a pointer to it (zero when made,
 kept across entries and runs); then, if it has private scratch, a pointer to its
@@ -107,7 +111,7 @@ class _Kernel:
         self.functions = functions
         self.info = info
         self.lock = threading.Lock()
-        n = len(info.args) + info.has_scratch + bool(info.private_bytes)
+        n = len(info.args) + info.has_scratch + bool(info.private)
         self.values = (ctypes.c_uint64 * max(n, 1))()
         base = ctypes.addressof(self.values)
         self.params = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
@@ -380,8 +384,18 @@ class CudaPlugin(Plugin):
                 if info.has_scratch:
                     v[n] = self._scratch(d, k, "scratch", info.scratch_size(gangs))
                     n += 1
-                for f, grid, block, shared in steps:
-                    if info.private_bytes:
+
+                def read(word):             # a scratch word, once the launches are done
+                    out = ctypes.c_int64()
+                    cupy.cuda.runtime.memcpyAsync(
+                        ctypes.addressof(out), k.scratch.ptr + 8 * word, 8,
+                        cupy.cuda.runtime.memcpyDeviceToHost, d.stream.ptr)
+                    d.stream.synchronize()
+                    return out.value
+
+                order = _program(info.program, read) if info.program else range(len(steps))
+                for f, grid, block, shared in (steps[i] for i in order):
+                    if info.private:
                         per = -(-info.private_size(args) // 8) * 8
                         v[n] = self._scratch(d, k, "private", per * grid * block[0] * block[1])
                     start(f, grid, 1, 1, block[0], block[1], 1, shared, d.stream.ptr,
@@ -438,6 +452,20 @@ class CudaPlugin(Plugin):
             setattr(k, which, block)
             setattr(k, which + "_size", size)
         return getattr(k, which).ptr
+
+
+def _program(ops, read):
+    """The entries a kernel's program launches, in order (see `KernelInfo.program`);
+    ``read(word)`` gives a word of its global scratch once the launches so far are done."""
+    for op in ops:
+        if isinstance(op, int):
+            yield op
+        elif op[0] == "repeat":
+            for _ in range(read(op[1])):
+                yield from _program(op[2], read)
+        else:
+            while read(op[1]):
+                yield from _program(op[2], read)
 
 
 def _drain(item, dst):

@@ -30,7 +30,7 @@ import linecache
 
 from pygomp.compiler import ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, word_kinds
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -48,19 +48,9 @@ _ATOMIC_ADD = {"int32": "int", "uint32": "unsigned int", "int64": "unsigned long
                "uint64": "unsigned long long", "float32": "float", "float64": "double"}
 
 
-def _preamble(fn):
-    out = ["#define INFINITY __int_as_float(0x7f800000)",      # NVRTC has no math.h
-           "#define NAN __int_as_float(0x7fffffff)", ""]
-    for t in T.SCALARS.values():
-        c = _TYPES[t.name]
-        out.append(f"__device__ __forceinline__ {c} pyg_min_{t.name}({c} a, {c} b) "
-                   f"{{ return b < a ? b : a; }}")
-        out.append(f"__device__ __forceinline__ {c} pyg_max_{t.name}({c} a, {c} b) "
-                   f"{{ return b > a ? b : a; }}")
-        if t.is_signed:
-            out.append(f"__device__ __forceinline__ {c} pyg_abs_{t.name}({c} a) "
-                       f"{{ return a < 0 ? -a : a; }}")
-    return "\n".join(out) + "\n"
+_PREAMBLE = ("#define INFINITY __int_as_float(0x7f800000)\n"   # NVRTC has no math.h
+             "#define NAN __int_as_float(0x7fffffff)\n\n"
+             + arith_helpers("__device__ __forceinline__", lambda t: _TYPES[t.name], "f"))
 
 
 def joins(body, tail=False) -> set:
@@ -169,7 +159,7 @@ class CudaDialect(Dialect):
     target = "cuda"
 
     def preamble(self, fn):
-        return _preamble(fn)
+        return _PREAMBLE
 
     def type_name(self, t):
         return _TYPES[t.name]
@@ -274,6 +264,8 @@ class CudaDialect(Dialect):
         em.line("__syncthreads();")
 
     def array_decl(self, em, name, t):
+        if not t.shape:
+            raise _not_yet(em, f"the private array {name!r} sized at run time")
         n = 1
         for d in t.shape:
             n *= d
@@ -297,9 +289,10 @@ class CudaDialect(Dialect):
             self._sync(em)                      # what the redundant code stored
         em.line("{")
         with em.indent():
-            for name, d in zip(trips, loop.dims):
-                em.line(f"const long long {name} = {em.trip(d)};")
-            em.line(f"const long long tot{u} = {' * '.join(trips)};")
+            lines, count = em.counts(loop, trips)
+            for text in lines:
+                em.line(text)
+            em.line(f"const long long tot{u} = {count};")
             em.line(f"const long long P{u} = {P};")
             outer = em.state["part"]
             em.state["part"] = outer + levels
@@ -343,6 +336,8 @@ class CudaDialect(Dialect):
     def reduction(self, em, call):
         """INIT declares a level's copy; FINI combines it at the loop's top level (the
         gang level leaves a block's partial in the scratch for the join)."""
+        if isinstance(call.type, T.Array):
+            raise _not_yet(em, f"the array reduction on {call.outer!r}")
         loop = em.state["loops"][-1]
         t = call.type
         if call.phase == "INIT":
@@ -430,6 +425,11 @@ class CudaDialect(Dialect):
         return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), (levels,),
                           scratch_bytes=8 * PARTIALS if scratch else 0,
                           gang_bytes=8 * len(slots), tree_bytes=8 if tree else 0)
+
+
+def _not_yet(em, what):
+    return CompileError(f"{what}: not supported by the CUDA dialect yet", em.cur.file,
+                        em.cur.line)
 
 
 HOOKS = CudaDialect()
