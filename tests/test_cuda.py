@@ -1,9 +1,9 @@
 """The CUDA plugin.  Without a GPU: it loads, finds no device and says why, costs no
 cupy import, and arrays in GPU memory are refused by other devices with a clear error;
-NVRTC's errors point at the Python line; a kernel whose gangs may read a store before it
-is made is refused.  On every device: what the joins after gang loops must keep (a
-block-wide reduction each gang makes, gang loops in turn, arrays of a thread and of a
-gang written by redundant code).  With a GPU (tests that skip here with the plugin's
+NVRTC's errors point at the Python line; a kernel's program orders its launches.  On
+every device: what a kernel of several launches must keep (a block-wide reduction each
+gang makes, gang loops in turn, arrays of a thread and of a gang written by redundant
+code).  With a GPU (tests that skip here with the plugin's
 reason): CuPy and DLPack arrays used in place, images cached for a second process, a
 task chain on the stream, large copies, launch geometry."""
 import os
@@ -110,27 +110,6 @@ def own_arrays(x, y):
         s[0] = x[g * 8]
         for w in omp.worker(8):
             y[g * 8 + w] = x[g * 8 + w] * t[1] + s[0]
-
-
-@omp.target
-def column_step(a):
-    """A Cholesky column step: the diagonal by the code outside the gang loop, then the
-    column below it by the gangs, which read the new diagonal."""
-    n = a.shape[0]
-    for k in range(n):
-        a[k, k] = np.sqrt(a[k, k])  # STORE
-        for i in omp.gang(k + 1, n):
-            a[i, k] = a[i, k] / a[k, k]  # READ
-
-
-def test_a_store_gangs_may_read_too_early_is_refused():
-    from pygomp_plugins.cuda.target import HOOKS
-    lines = {m: i + 1 for i, text in enumerate(open(__file__)) for m in ("STORE", "READ")
-             if text.endswith(f"# {m}\n")}
-    with pytest.raises(CompileError, match=rf"a is stored here .* read at line "
-                                           rf"{lines['READ']} by gangs") as e:
-        column_step.spec((np.eye(3),)).unit(HOOKS)
-    assert (e.value.file, e.value.line) == (__file__, lines["STORE"])
 
 
 def test_gang_joins(device):

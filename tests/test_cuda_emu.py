@@ -26,11 +26,13 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import kernels_reduce  # noqa: E402
 import test_cuda  # noqa: E402
+import test_regions  # noqa: E402
 import test_kernels_examples as tke  # noqa: E402
 from pygomp.compiler.emit import arg_words  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
 
 target = pytest.importorskip("pygomp_plugins.cuda.target")
+_program = pytest.importorskip("pygomp_plugins.cuda.plugin")._program
 if not shutil.which("g++"):
     pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
 
@@ -155,9 +157,11 @@ def emulator(cases):
         words = [f"w[{k}]" for k in range(len(info.args))]
         if info.has_scratch:
             words.append(f"(unsigned long long *)w[{len(info.args)}]")
-        call = f"pyg_u{i}::{info.entries[0]}({', '.join(words)})"
-        parts += [f"namespace pyg_u{i} {{\n{src}\n}}",
-                  LAUNCH.replace("pyg_launch_N", f"pyg_launch_{i}").replace("CALL", call)]
+        parts.append(f"namespace pyg_u{i} {{\n{src}\n}}")
+        for e, entry in enumerate(info.entries):
+            call = f"pyg_u{i}::{entry}({', '.join(words)})"
+            parts.append(LAUNCH.replace("pyg_launch_N", f"pyg_launch_{i}_{e}")
+                         .replace("CALL", call))
     d = pathlib.Path(tempfile.mkdtemp(prefix="pyg-emu-"))
     (d / "k.cpp").write_text("\n".join(parts))
     r = subprocess.run(["g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread",
@@ -166,9 +170,11 @@ def emulator(cases):
     lib = ctypes.CDLL(str(d / "k.so"))
     out = {}
     for i, (entry, spec) in enumerate(specs.items()):
-        f = getattr(lib, f"pyg_launch_{i}")
-        f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 3 + [ctypes.c_void_p]
-        out[entry] = (f, spec)
+        fs = []
+        for e in range(len(spec.unit(target.HOOKS).kernels[0].entries)):
+            fs.append(getattr(lib, f"pyg_launch_{i}_{e}"))
+            fs[-1].argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 3 + [ctypes.c_void_p]
+        out[entry] = (fs, spec)
     shutil.rmtree(d)
     return out
 
@@ -196,13 +202,16 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0):
     if info.has_scratch:
         words.append(scratch.ctypes.data)
     w = np.array(words, np.uint64)
-    lv = info.levels[0]
-    gx = gangs if "g" in lv else 1
-    bx, by = (vector if "v" in lv else 1), (workers if "w" in lv else 1)
-    order = np.random.default_rng(seed).permutation(gx).astype(np.uint32)
-    stuck = f(w.ctypes.data, gx, bx, by, order.ctypes.data)
-    assert not stuck, f"{kernel}: a barrier was not reached by every thread of a block"
-    assert scratch[0] == 0, "the join counter was not reset"
+    rng = np.random.default_rng(seed)
+    ops = _program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
+        if info.program else range(len(info.entries))
+    for e in ops:                           # the plugin's order of the entries
+        lv = info.levels[e]
+        gx = gangs if "g" in lv else 1
+        bx, by = (vector if "v" in lv else 1), (workers if "w" in lv else 1)
+        order = rng.permutation(gx).astype(np.uint32)
+        stuck = f[e](w.ctypes.data, gx, bx, by, order.ctypes.data)
+        assert not stuck, f"{kernel}: a barrier was not reached by every thread of a block"
     return keep[0][0] if keep else None
 
 
@@ -236,7 +245,11 @@ def lib():
               (tke.load("jacobi").sweep, (np.zeros((2, 2)), np.zeros((2, 2)))),
               (tke.load("matvec").matvec, (np.zeros((2, 2)), f8, f8)),
               (tke.load("histogram").histogram, (f8, 0.0, 1.0, np.zeros(2, np.int64))),
-              (tke.load("transpose").transpose, (np.zeros((2, 2), np.float32),) * 2)]
+              (tke.load("transpose").transpose, (np.zeros((2, 2), np.float32),) * 2),
+              (test_regions.cholesky, (np.zeros((2, 2)),)),
+              (test_regions.stencil, (f8, f8, 1)),
+              (test_regions.converge, (f8, 1.0, 1, f8)),
+              (test_regions.widths, (np.zeros((2, 3), np.int64), 1))]
     return emulator(cases)
 
 
@@ -300,3 +313,36 @@ def test_more_examples(lib, gangs, workers, vector):
     b = np.zeros((70, 45), np.float32)
     run(lib, tke.load("transpose").transpose, (a, b), gangs, workers, vector)
     np.testing.assert_array_equal(b, a.T)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_regions_of_several_launches(lib, gangs, workers, vector):
+    """test_regions' kernels: a store before parallel loops, a time loop, a while loop
+    with break, continue, if and return around gang loops, every gang loop at full width."""
+    rng = np.random.default_rng(0)
+    M = rng.random((12, 12))
+    A = M @ M.T + 12 * np.eye(12)
+    got = A.copy()
+    run(lib, test_regions.cholesky, (got,), gangs, workers, vector)
+    np.testing.assert_allclose(np.tril(got), np.linalg.cholesky(A), rtol=1e-10)
+
+    a, b = rng.random(101), np.zeros(101)
+    ra, rb = a.copy(), b.copy()
+    test_regions.stencil.py_func(ra, rb, 7)
+    run(lib, test_regions.stencil, (a, b, 7), gangs, workers, vector)
+    np.testing.assert_allclose(a, ra, rtol=1e-13)
+    np.testing.assert_allclose(b, rb, rtol=1e-13)
+
+    for limit in (4, 1000):
+        a, out = rng.random(77) * 100, np.zeros(2)
+        ra, rout = a.copy(), out.copy()
+        want = test_regions.converge.py_func(ra, 1e-3, limit, rout)
+        assert run(lib, test_regions.converge, (a, 1e-3, limit, out),
+                   gangs, workers, vector) == want
+        np.testing.assert_array_equal(out, rout)
+        np.testing.assert_allclose(a, ra, rtol=1e-13)
+
+    out = np.zeros((50, 3), np.int64)
+    run(lib, test_regions.widths, (out, 50), gangs, workers, vector)
+    assert out[0, 2] == 50 * 49 // 2
+    assert (out[:, :2] == gangs).all()

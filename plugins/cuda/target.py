@@ -4,7 +4,6 @@ Launch contract (see the CUDA plugin): one ``unsigned long long`` kernel paramet
 (`pygomp.compiler.emit.arg_words`), then the global scratch's address when the kernel
 has one; gangs are blocks (``gridDim.x``), workers ``blockDim.y``, vector lanes
 ``blockDim.x`` (a power of two up to 32, so that one worker's lanes sit in one warp).
-No kernel needs its blocks resident at once: any grid works.
 
 Execution model: code outside a partitioned level runs redundantly on every thread of
 that level; stores, atomics and the kernel's result are done by the level's thread 0
@@ -14,21 +13,23 @@ are plain strided loops.  A worker or vector loop has a ``__syncthreads`` on eac
 (``__syncwarp`` inside a worker loop), so that the threads of a block see each other's
 stores.
 
+Entries: the kernel runs as the launches of `pygomp.compiler.steps.plan` (each an entry
+``NAME__e<k>`` when there are several), so that every top-level statement is ordered
+before the next on the whole grid; the plugin launches them in order on its stream (or
+as the plan's program says), with one global scratch that persists across them.  An
+entry loads the carried scalars of its area, finishes the gang reductions the launch
+before left, runs its statements (none after a ``return``) and, from one thread, stores
+the carried scalars into the other area.
+
 Reductions, at the level where the loop's threads join: vector lanes by warp shuffles
 (``__shfl_xor_sync``, which leaves the result in every lane); the threads of a block by
 a tree in dynamic shared memory (``tree_bytes``); gangs by one partial a block in the
-global scratch, combined by the last block to finish.  The same "join" follows a gang
-loop after which the kernel goes on: every block fences its stores and counts itself in
-an atomic counter (scratch word 0); the last one resets the counter, combines the
-partials and goes on alone as gang 0 of 1, the others end.  Before the first join,
-nothing orders what gang 0 stores outside the gang loops before what the other gangs
-read: a kernel where they may read it is refused (`unordered`), rather than run wrong.
+global scratch, which the next launch combines (its threads read them in turn, then a
+tree).  No kernel needs its blocks resident at once: no grid-wide sync.
 """
 from __future__ import annotations
 
-import linecache
-
-from pygomp.compiler import ir
+from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
 from pygomp.errors import CompileError
@@ -38,7 +39,6 @@ LEVEL_ID = {"gang": ("pyg_g", "pyg_G"), "worker": ("threadIdx.y", "blockDim.y"),
             "vector": ("threadIdx.x", "blockDim.x")}
 ORDER = ("gang", "worker", "vector")
 LEAD = "threadIdx.x == 0 && threadIdx.y == 0"        # thread 0 of a block
-PARTIALS = 8            # scratch words before the partials (word 0: the join counter)
 
 _TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
@@ -53,86 +53,16 @@ _PREAMBLE = ("#define INFINITY __int_as_float(0x7f800000)\n"   # NVRTC has no ma
              + arith_helpers("__device__ __forceinline__", lambda t: _TYPES[t.name], "f"))
 
 
-def joins(body, tail=False) -> set:
-    """The ids of the gang loops that end in a join: those with reductions, and those
-    after which the kernel goes on (``tail``: something follows the enclosing code)."""
-    out = set()
-    for i, s in enumerate(body):
-        rest = tail or i + 1 < len(body)
-        if isinstance(s, ir.ParLoop):
-            if "gang" in s.levels and (rest or s.reductions):
-                out.add(id(s))
-        elif isinstance(s, ir.If):
-            out |= joins(s.body, rest) | joins(s.orelse, rest)
-        elif isinstance(s, (ir.For, ir.While)):
-            out |= joins(s.body, True)
-    return out
-
-
-def _arrays(node, helpers=False):
-    """The global arrays ``node`` reads, and those a helper gets (it may store to them);
-    with ``helpers``, only the latter."""
-    out = set()
-    for n in ir.walk(node):
-        if isinstance(n, ir.Index) and n.array.type.space == "global" and not helpers:
-            out.add(n.array.name)
-        elif isinstance(n, ir.HelperCall):
-            out.update(a.name for a in n.args
-                       if isinstance(a, ir.ArrayRef) and a.type.space == "global")
-    return out
-
-
-def unordered(fn, ends):
-    """A global store that code outside the gang loops makes (gang 0 alone stores) while
-    other gangs run, of an array some gang may read before a join orders them: (array,
-    store line, read line), or None."""
-    events = []
-
-    def linear(body, cond, gang):
-        """Reads, stores (not those of gang loops) and joins in the order they happen."""
-        for s in body:
-            if isinstance(s, ir.ParLoop):
-                events.append(("read", _arrays(s.dims), s.line))
-                inside = gang or "gang" in s.levels
-                linear(s.body, cond, inside)
-                if inside and not gang and id(s) in ends and not cond:
-                    events.append(("join", None, s.line))
-            elif isinstance(s, ir.If):
-                events.append(("read", _arrays(s.cond), s.line))
-                linear(s.body, True, gang)
-                linear(s.orelse, True, gang)
-            elif isinstance(s, (ir.For, ir.While)):
-                head = [getattr(s, f) for f in ("start", "stop", "step", "cond") if hasattr(s, f)]
-                events.append(("read", _arrays(head), s.line))
-                linear(s.body, cond, gang)
-                linear(s.body, cond, gang)      # what one trip stores, the next reads
-            else:
-                target = getattr(s, "target", None)
-                events.append(("read", _arrays([s.value] + target.indices)
-                               if isinstance(target, ir.Index) else _arrays(s), s.line))
-                stores = _arrays(s, helpers=True)
-                if isinstance(target, ir.Index) and target.array.type.space == "global":
-                    stores.add(target.array.name)
-                events.extend(("store", a, s.line) for a in stores if not gang)
-
-    linear(fn.body, False, False)
-    stored = {}
-    for kind, what, line in events:
-        if kind == "join":
-            return None
-        if kind == "store":
-            stored.setdefault(what, line)
-        else:
-            for a in what:
-                if a in stored:
-                    return a, stored[a], line
-    return None
-
-
 def _partial(em, c, gang, rid):
     """A gang's partial of a reduction in the global scratch (of C type ``c``)."""
-    slots = em.state["slots"]
-    return f"*(volatile {c} *)&pyg_gs[{PARTIALS} + {gang} * {len(slots)} + {slots[rid]}]"
+    plan = em.state["plan"]
+    return (f"*(volatile {c} *)&pyg_gs[{plan.scratch_words} + {gang} * {plan.gang_words} + "
+            f"{em.state['slots'][rid]}]")
+
+
+def _word(em, name, area, c):
+    """A carried scalar's word in one area of the global scratch."""
+    return f"*(volatile {c} *)&pyg_gs[{em.state['plan'].word(name, area)}]"
 
 
 def _syncs(body) -> bool:
@@ -141,18 +71,11 @@ def _syncs(body) -> bool:
                or isinstance(n, ir.HelperCall) and _syncs(n.fn.body) for n in ir.walk(body))
 
 
-def _scan(fn):
-    """(gang reduction slots {rid: slot}, whether a block-wide tree is used, the levels
-    the kernel partitions as "gwv" letters)."""
-    slots, tree, levels = {}, False, set()
-    for n in ir.walk(fn.body):
-        if isinstance(n, ir.ParLoop):
-            levels.update(n.levels)
-            if n.reductions and "gang" in n.levels:
-                for r in n.reductions:
-                    slots[r.rid] = len(slots)
-            tree = tree or bool(n.reductions) and n.levels[0] != "vector"
-    return slots, tree, "".join(lv[0] for lv in ORDER if lv in levels)
+def _tree_used(fn, plan) -> bool:
+    """Whether the kernel reduces over a block's threads (a tree in shared memory)."""
+    return bool(plan.reductions) or any(
+        isinstance(n, ir.ParLoop) and n.reductions and n.levels[0] != "vector"
+        for n in ir.walk(fn.body))
 
 
 class CudaDialect(Dialect):
@@ -183,23 +106,26 @@ class CudaDialect(Dialect):
         em.line(f"static __device__ {ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")
 
+    def entries(self, em, fn):
+        """One entry a launch of `steps.plan` (gang loops end their launch)."""
+        plan = steps.plan(fn)
+        if any(e.combine is not None for e in plan.entries):
+            raise CompileError("array reductions over gangs: not supported by the CUDA "
+                               "dialect yet", fn.file, fn.line)
+        names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
+                 for k in range(len(plan.entries))]
+        em.state.update(plan=plan, names=names, tree=_tree_used(fn, plan),
+                        slots={r.rid: k for k, (_, r) in enumerate(plan.reductions)})
+        return list(zip(names, (e.body for e in plan.entries)))
+
     def kernel_open(self, em, fn):
+        st, plan = em.state, em.state["plan"]
+        st.update(part=(), cells=[], k=st["names"].index(em.entry))
         words = arg_words(fn)
-        slots, tree, _ = _scan(fn)
-        ends = joins(fn.body)
-        em.state.update(part=(), slots=slots, joins=ends, cells=[])
-        bad = unordered(fn, ends)
-        if bad:
-            name, at, read = bad
-            raise CompileError(
-                f"{name} is stored here by code outside the gang loops (gang 0 alone stores) "
-                f"and read at line {read} by gangs that may run before the store: the CUDA "
-                f"dialect cannot order them yet (store it in a gang loop of its own, or "
-                f"before the kernel)", fn.file, at, linecache.getline(fn.file, at))
         params = [f"unsigned long long w{i}" for i in range(len(words))]
-        if ends:
+        if plan.scratch_words or plan.gang_words:
             params.append("unsigned long long *pyg_gs")
-        em.line(f'extern "C" __global__ void {fn.name}({", ".join(params) or "void"})')
+        em.line(f'extern "C" __global__ void {em.entry}({", ".join(params) or "void"})')
         em.line("{")
         with em.indent():
             for i, (name, t, role) in enumerate(words):
@@ -214,19 +140,87 @@ class CudaDialect(Dialect):
                     em.line(f"bool {name} = w{i} != 0;")
                 else:
                     em.line(f"{self.type_name(t)} {name} = ({self.type_name(t)})w{i};")
-            em.line("long long pyg_g = blockIdx.x, pyg_G = gridDim.x;")
+            em.line("const long long pyg_g = blockIdx.x, pyg_G = gridDim.x;")
             em.line("const unsigned pyg_lanes = blockDim.x >= 32 ? 0xffffffffu : "
                     "((1u << blockDim.x) - 1) << (threadIdx.y * blockDim.x & 31);")
-            if tree:
+            if st["tree"]:
                 em.line("extern __shared__ unsigned long long pyg_tree[];")
-            if ends:
-                em.line("__shared__ int pyg_last;")
-        em.state["kernel_at"] = len(em.out)
+        st["kernel_at"] = len(em.out)
+
+    def kernel_body(self, em, fn, body):
+        """Load the carried scalars, finish the gang reductions of the launch before,
+        then the statements (none after a return)."""
+        st, plan = em.state, em.state["plan"]
+        k = st["k"]
+        own = {n for n, _ in fn.decls}
+        for name, t in plan.carried:             # the scalars the cuts added
+            if name not in own:
+                em.line(f"{self.type_name(t)} {name} = {self.const(0, t)};")
+        if k:
+            for name, t in plan.carried:
+                em.line(f"{name} = {_word(em, name, plan.parity[k], self.type_name(t))};")
+            self._finish_gang_reductions(em, plan, k)
+        if plan.done and k:
+            for name in plan.flags:
+                em.line(f"if ({plan.done}) {name} = 0;")
+            em.line(f"if (!{plan.done}) {{")
+            with em.indent():
+                em.stmts(body)
+            em.line("}")
+        else:
+            em.stmts(body)
+
+    def _finish_gang_reductions(self, em, plan, k):
+        """Combine the partials a gang loop of the launch before left (its pending word
+        holds its number of gangs) into the reduction variables: each block reads them
+        all, its threads in turn, then reduces over its threads."""
+        loops, before = {}, plan.before(k)
+        for loop, r in plan.reductions:
+            if any(any(n is loop for n in ir.walk(plan.entries[p].body)) for p in before):
+                loops.setdefault(id(loop), (loop, []))[1].append(r)
+        for loop, reds in loops.values():
+            pend = plan.pending[id(loop)]
+            em.line(f"if ({pend}) {{")
+            with em.indent():
+                for r in reds:
+                    c = self.type_name(r.type)
+                    u = em.uid()
+                    a, q = f"pyg_a{u}", f"pyg_q{u}"
+                    em.line(f"{c} {a} = {self.identity(r.op, r.type)};")
+                    em.line(f"for (long long {q} = threadIdx.y * blockDim.x + threadIdx.x; "
+                            f"{q} < {pend}; {q} += blockDim.x * blockDim.y)")
+                    em.line(f"    {a} = {em.combine(r.op, r.type, a, _partial(em, c, q, r.rid))};")
+                    self._tree(em, r.op, r.type, a, r.var)
+                em.line(f"{pend} = 0;")
+            em.line("}")
 
     def kernel_close(self, em, fn):
-        at = em.state["kernel_at"]
-        em.out[at:at] = ["    " + c for c in em.state["cells"]]
+        st, plan = em.state, em.state["plan"]
+        at = st["kernel_at"]
+        em.out[at:at] = ["    " + c for c in st["cells"]]
+        if plan.carried and plan.program[-1] != st["k"]:     # not the last launch
+            with em.indent():
+                area = 1 - plan.parity[st["k"]]
+                em.line(f"if (pyg_g == 0 && {LEAD}) {{")
+                with em.indent():
+                    for name, t in plan.carried:
+                        em.line(f"{_word(em, name, area, self.type_name(t))} = {name};")
+                em.line("}")
         em.line("}")
+
+    def kernel_return(self, em, fn, value):
+        plan = em.state["plan"]
+        lead = self.leader(em)
+        if value is not None:
+            em.line(f"if ({lead}) *{fn.ret_param} = {value};")
+        if plan.done:                           # the launches after this one do nothing
+            area = 1 - plan.parity[em.state["k"]]
+            em.line(f"if ({lead}) {{")
+            with em.indent():
+                for name in [plan.done] + plan.flags:
+                    em.line(f"{_word(em, name, area, 'bool')} = {int(name == plan.done)};")
+            em.line("}")
+        em.line("return;")
 
     def leader(self, em, space="global"):
         """The thread that stores for those running the current code redundantly: for
@@ -235,11 +229,6 @@ class CudaDialect(Dialect):
         levels = {"global": ORDER, "local": ORDER[1:], "private": ()}[space]
         idle = [lv for lv in levels if lv not in em.state.get("part", ())]
         return " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in idle) or "1"
-
-    def kernel_return(self, em, fn, value):
-        if value is not None:
-            em.line(f"if ({self.leader(em)}) *{fn.ret_param} = {value};")
-        em.line("return;")
 
     def store(self, em, s):
         cond = self.leader(em, s.target.array.type.space)
@@ -318,9 +307,9 @@ class CudaDialect(Dialect):
             for c in loop.fini + loop.teardown:
                 em.stmt(c)
             em.state["loops"].pop()
-            if id(loop) in em.state["joins"]:
-                em.at(loop.line)
-                self._join(em, loop)
+            plan = em.state["plan"]
+            if id(loop) in plan.pending:             # the next launch combines the partials
+                em.line(f"{plan.pending[id(loop)]} = pyg_G;")
         em.line("}")
         if inner:
             self._sync(em)                      # the loop's stores, for what follows
@@ -396,35 +385,19 @@ class CudaDialect(Dialect):
             em.line("__syncthreads();")
         em.line("}")
 
-    def _join(self, em, loop):
-        """After a gang loop: the last block to finish goes on as gang 0 of 1 with the
-        combined reductions; the others end."""
-        em.line("__threadfence();")                 # this thread's stores, for the last block
-        em.line("__syncthreads();")
-        em.line(f"if ({LEAD}) pyg_last = atomicAdd((unsigned int *)pyg_gs, 1u) "
-                f"== (unsigned int)(pyg_G - 1);")
-        em.line("__syncthreads();")
-        em.line("if (!pyg_last) return;")
-        em.line("__threadfence();")
-        em.line(f"if ({LEAD}) *(volatile unsigned int *)pyg_gs = 0;")
-        for r in loop.reductions:
-            c = self.type_name(r.type)
-            u = em.uid()
-            a, q = f"pyg_a{u}", f"pyg_q{u}"
-            em.line(f"{c} {a} = {self.identity(r.op, r.type)};")
-            em.line(f"for (long long {q} = threadIdx.y * blockDim.x + threadIdx.x; {q} < pyg_G; "
-                    f"{q} += blockDim.x * blockDim.y)")
-            em.line(f"    {a} = {em.combine(r.op, r.type, a, _partial(em, c, q, r.rid))};")
-            self._tree(em, r.op, r.type, a, r.var)
-        em.line("pyg_g = 0; pyg_G = 1;")
-
     # -- the kernel contract ---------------------------------------------------------
     def kernel_info(self, em, fn):
-        slots, tree, levels = _scan(fn)
-        scratch = bool(em.state["joins"])
-        return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), (levels,),
-                          scratch_bytes=8 * PARTIALS if scratch else 0,
-                          gang_bytes=8 * len(slots), tree_bytes=8 if tree else 0)
+        plan = em.state["plan"]
+        levels = []
+        for k, e in enumerate(plan.entries):
+            lv = set(e.levels)
+            if k and plan.reductions:           # lanes to read the partials with
+                lv.add("vector")
+            levels.append("".join(x[0] for x in ORDER if x in lv))
+        program = plan.program if plan.program != tuple(range(len(plan.entries))) else ()
+        return KernelInfo(fn.pyname, tuple(em.state["names"]), word_kinds(fn), tuple(levels),
+                          scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
+                          tree_bytes=8 if em.state["tree"] else 0, program=program)
 
 
 def _not_yet(em, what):
