@@ -26,6 +26,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import kernels_reduce  # noqa: E402
 import test_cuda  # noqa: E402
+import test_language  # noqa: E402
 import test_regions  # noqa: E402
 import test_kernels_examples as tke  # noqa: E402
 from pygomp.compiler.emit import arg_words  # noqa: E402
@@ -155,8 +156,8 @@ def emulator(cases):
         src = re.sub(r"extern __shared__ [^;]*;", "", src)      # the global pyg_tree
         src = _team(src)
         words = [f"w[{k}]" for k in range(len(info.args))]
-        if info.has_scratch:
-            words.append(f"(unsigned long long *)w[{len(info.args)}]")
+        for _ in range(info.has_scratch + bool(info.private)):    # scratch, private
+            words.append(f"(unsigned long long *)w[{len(words)}]")
         parts.append(f"namespace pyg_u{i} {{\n{src}\n}}")
         for e, entry in enumerate(info.entries):
             call = f"pyg_u{i}::{entry}({', '.join(words)})"
@@ -201,6 +202,10 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0):
     scratch = np.zeros(max(info.scratch_size(gangs), 8) // 8, np.uint64)
     if info.has_scratch:
         words.append(scratch.ctypes.data)
+    per = -(-info.private_size(words) // 8)          # words a thread
+    private = np.zeros(per * gangs * workers * vector + 1, np.uint64)
+    if info.private:
+        words.append(private.ctypes.data)
     w = np.array(words, np.uint64)
     rng = np.random.default_rng(seed)
     ops = _program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
@@ -249,7 +254,8 @@ def lib():
               (test_regions.cholesky, (np.zeros((2, 2)),)),
               (test_regions.stencil, (f8, f8, 1)),
               (test_regions.converge, (f8, 1.0, 1, f8)),
-              (test_regions.widths, (np.zeros((2, 3), np.int64), 1))]
+              (test_regions.widths, (np.zeros((2, 3), np.int64), 1)),
+              (test_language.scratch_rows, (np.zeros((2, 2)), f8, 1))]
     return emulator(cases)
 
 
@@ -346,3 +352,11 @@ def test_regions_of_several_launches(lib, gangs, workers, vector):
     run(lib, test_regions.widths, (out, 50), gangs, workers, vector)
     assert out[0, 2] == 50 * 49 // 2
     assert (out[:, :2] == gangs).all()
+
+
+def test_private_arrays_sized_at_run_time(lib):
+    A, out = np.random.default_rng(3).random((17, 11)), np.zeros(17)
+    run(lib, test_language.scratch_rows, (A, out, 5), 3, 2, 4)
+    ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i + 4 * (A[i] ** 2).sum()
+           for i in range(17)]
+    np.testing.assert_allclose(out, ref, rtol=1e-12)

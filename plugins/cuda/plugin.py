@@ -397,7 +397,14 @@ class CudaPlugin(Plugin):
                 for f, grid, block, shared in (steps[i] for i in order):
                     if info.private:
                         per = -(-info.private_size(args) // 8) * 8
-                        v[n] = self._scratch(d, k, "private", per * grid * block[0] * block[1])
+                        size = per * grid * block[0] * block[1]
+                        try:
+                            v[n] = self._scratch(d, k, "private", size)
+                        except cupy.cuda.memory.OutOfMemoryError:
+                            raise PluginError(
+                                f"kernel {info.name} needs {per} bytes of private arrays a "
+                                f"thread, {size} bytes for its {size // per} threads: more "
+                                f"than cuda device {dev} can allocate") from None
                     start(f, grid, 1, 1, block[0], block[1], 1, shared, d.stream.ptr,
                           ctypes.addressof(k.params), 0)
             event = cupy.cuda.Event(block=False, disable_timing=True)

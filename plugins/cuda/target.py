@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, word_kinds
+from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, private_terms, word_kinds
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -125,6 +125,8 @@ class CudaDialect(Dialect):
         params = [f"unsigned long long w{i}" for i in range(len(words))]
         if plan.scratch_words or plan.gang_words:
             params.append("unsigned long long *pyg_gs")
+        if fn.sizes:                # private arrays sized at run time: a thread's part
+            params.append("unsigned long long *__restrict__ pyg_priv")
         em.line(f'extern "C" __global__ void {em.entry}({", ".join(params) or "void"})')
         em.line("{")
         with em.indent():
@@ -145,6 +147,10 @@ class CudaDialect(Dialect):
                     "((1u << blockDim.x) - 1) << (threadIdx.y * blockDim.x & 31);")
             if st["tree"]:
                 em.line("extern __shared__ unsigned long long pyg_tree[];")
+            if fn.sizes:
+                st["mine"], stride = em.private_layout()
+                em.line(f"unsigned long long *pyg_mine = pyg_priv + ((blockIdx.x * blockDim.y "
+                        f"+ threadIdx.y) * blockDim.x + threadIdx.x) * ({stride});")
         st["kernel_at"] = len(em.out)
 
     def kernel_body(self, em, fn, body):
@@ -230,8 +236,12 @@ class CudaDialect(Dialect):
         idle = [lv for lv in levels if lv not in em.state.get("part", ())]
         return " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in idle) or "1"
 
+    def _space(self, em, arr):
+        """An array's memory: a private array sized at run time is a thread's own."""
+        return "private" if arr.name in em.cur.sizes else arr.type.space
+
     def store(self, em, s):
-        cond = self.leader(em, s.target.array.type.space)
+        cond = self.leader(em, self._space(em, s.target.array))
         text = f"{em.expr(s.target)} = {em.expr(s.value)};"
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
@@ -243,7 +253,7 @@ class CudaDialect(Dialect):
                                f"int64, uint32, uint64, float32 or float64)",
                                em.cur.file, s.line or em.cur.line)
         target, value = em.expr(s.target), em.expr(s.value)
-        space = s.target.array.type.space
+        space = self._space(em, s.target.array)
         op = (f"{target} += {value};" if space == "private"
               else f"atomicAdd(({c} *)&{target}, ({c}){value});")
         cond = self.leader(em, space)
@@ -253,8 +263,12 @@ class CudaDialect(Dialect):
         em.line("__syncthreads();")
 
     def array_decl(self, em, name, t):
-        if not t.shape:
-            raise _not_yet(em, f"the private array {name!r} sized at run time")
+        if not t.shape:                     # sized at run time: in the private scratch
+            for k, e in enumerate(em.extents(name)):
+                em.line(f"const long long {name}__s{k} = {e};")
+            c = self.type_name(t.elem)
+            em.line(f"{c} *{name} = ({c} *)(pyg_mine + {em.state['mine'][name]});")
+            return
         n = 1
         for d in t.shape:
             n *= d
@@ -397,7 +411,8 @@ class CudaDialect(Dialect):
         program = plan.program if plan.program != tuple(range(len(plan.entries))) else ()
         return KernelInfo(fn.pyname, tuple(em.state["names"]), word_kinds(fn), tuple(levels),
                           scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
-                          tree_bytes=8 if em.state["tree"] else 0, program=program)
+                          tree_bytes=8 if em.state["tree"] else 0, program=program,
+                          private=private_terms(fn))
 
 
 def _not_yet(em, what):
