@@ -1,8 +1,7 @@
 """The CUDA C of every kernel the test-suite made (conftest.SPECS) and of every example
 builds with NVRTC for sm_70, sm_80 and sm_90 (PTX, with the CUDA plugin's options), and
 ptxas accepts the PTX for each architecture it knows; none synchronizes the grid (so none
-needs a cooperative launch).  It runs after every other test.  A kernel that uses a
-language form the CUDA dialect says it does not support yet is listed in a warning.
+needs a cooperative launch).  It runs after every other test.
 
 To stay quick, kernels are built many to a program (each in a namespace of its own, the
 dialect's preamble once), programs in parallel, and a kernel that built is remembered in
@@ -26,8 +25,6 @@ import conftest  # noqa: E402
 nvrtc = pytest.importorskip("pygomp_plugins.cuda.nvrtc")
 ARCHS = (70, 80, 90)
 BATCH = 25                      # kernels a program
-NOT_YET = "not supported by the CUDA dialect yet"   # a gap it names (a warning, listed)
-gaps = []
 
 
 def _nvrtc_or_skip():
@@ -58,8 +55,7 @@ def sources():
     """{CUDA source: kernel name} of every specialization made so far that another
     target built (the others test the compiler's errors), and the kernels the CUDA
     dialect refused or that would need all their blocks resident at once ({name:
-    error}): no kernel may ask for a cooperative launch or synchronize the grid.  A
-    language form the dialect says it does not support yet goes to ``gaps``."""
+    error}): no kernel may ask for a cooperative launch or synchronize the grid."""
     from pygomp_plugins.cuda.target import HOOKS
     out, refused = {}, {}
     for spec in conftest.SPECS:
@@ -68,10 +64,7 @@ def sources():
         try:
             unit = spec.unit(HOOKS)
         except Exception as e:          # noqa: BLE001  (reported below)
-            if NOT_YET in str(e):
-                gaps.append(f"{spec.name}: {e}")
-            else:
-                refused[spec.name] = f"the CUDA dialect refused it: {type(e).__name__}: {e}"
+            refused[spec.name] = f"the CUDA dialect refused it: {type(e).__name__}: {e}"
             continue
         if any(k.cooperative for k in unit.kernels) or any(
                 w in unit.source for w in ("cooperative_groups", "this_grid", "grid_group")):
@@ -158,10 +151,6 @@ def test_every_kernel_builds_for_cuda(request):
     refused_text = [f"{name}: {e}" for name, e in refused.items()]
     if refused_text or errors:
         pytest.fail("\n\n".join(refused_text + errors), pytrace=False)
-    if gaps:
-        import warnings
-        warnings.warn("kernels the CUDA dialect cannot build yet:\n"
-                      + "\n".join(sorted(set(gaps))))
     unknown = [a for a, k in knows.items() if k is False]
     if unknown:             # say it, as a warning in pytest's summary
         import warnings

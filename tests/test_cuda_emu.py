@@ -1,14 +1,16 @@
-"""The CUDA C of the reduction kernels, the join kernels and the examples, run on the
-CPU under a small emulation of CUDA's execution model, against numpy.  No GPU runs here, so this is what checks the
-logic of the dialect's joins (partials, the last block, the counter it resets), trees
-and warp shuffles before bench/gpu_check.sh runs the real thing.
+"""The CUDA C of the reduction kernels, the examples, test_regions' kernels (several
+launches, run in the order of their program) and the array reductions and run-time
+sized private arrays of test_language, run on the CPU under a small emulation of CUDA's
+execution model, against numpy.  No GPU runs here, so this is what checks the logic of
+the dialect (partials combined by the next launch, carried scalars, trees, shuffles,
+private scratch) before bench/gpu_check.sh runs the real thing.
 
 The emulation (g++ -std=c++20): one OS thread a CUDA thread; the blocks of a grid one
-after another, in a shuffled order (no kernel may need its blocks resident at once, and
-the last block to finish is then any of them); ``__syncthreads`` a barrier of the block,
-``__syncwarp`` and the shuffles a barrier of one worker's lanes (the dialect keeps them
-in one warp); ``__shared__`` memory one arena, filled with a pattern for each block.  A barrier that
-not every thread reaches within seconds is reported, not waited for.
+after another, in a shuffled order (no kernel may need its blocks resident at once);
+``__syncthreads`` a barrier of the block, ``__syncwarp`` and the shuffles a barrier of
+one worker's lanes (the dialect keeps them in one warp); ``__shared__`` memory one
+arena, filled with a pattern for each block.  A barrier that not every thread reaches
+within seconds is reported, not waited for.
 """
 import ctypes
 import hashlib
@@ -255,7 +257,8 @@ def lib():
               (test_regions.stencil, (f8, f8, 1)),
               (test_regions.converge, (f8, 1.0, 1, f8)),
               (test_regions.widths, (np.zeros((2, 3), np.int64), 1)),
-              (test_language.scratch_rows, (np.zeros((2, 2)), f8, 1))]
+              (test_language.scratch_rows, (np.zeros((2, 2)), f8, 1)),
+              (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64)))]
     return emulator(cases)
 
 
@@ -276,7 +279,7 @@ def test_every_reduction_at_every_level(lib, dtype, gangs, workers, vector):
 
 
 @pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
-def test_joins_and_examples(lib, gangs, workers, vector):
+def test_gang_loops_and_examples(lib, gangs, workers, vector):
     x = np.arange(64.0)
     y = np.zeros_like(x)
     run(lib, test_cuda.own_arrays, (x, y), gangs, workers, vector)
@@ -360,3 +363,17 @@ def test_private_arrays_sized_at_run_time(lib):
     ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i + 4 * (A[i] ** 2).sum()
            for i in range(17)]
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_array_reductions(lib, gangs, workers, vector):
+    rng = np.random.default_rng(5)
+    A, x = rng.normal(size=(29, 13)), rng.random(29)
+    y = np.zeros(13 + 1 + 13)
+    y[13] = -np.inf
+    h = np.zeros(2, np.int64)
+    run(lib, test_language.array_sums, (A, x, y, h), gangs, workers, vector)
+    np.testing.assert_allclose(y[:13], A.T @ x, rtol=1e-12)
+    assert y[13] == A.max()
+    np.testing.assert_allclose(y[14:], A.sum(axis=0), rtol=1e-12)
+    assert h.tolist() == [(A <= 0).sum(), (A > 0).sum()]

@@ -117,7 +117,7 @@ class _Kernel:
         self.params = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
         self.scratch = self.private = None     # cupy MemoryPointers
         self.scratch_size = self.private_size = 0
-        self.plans = {}                        # launch -> (gangs, [(function, grid, block, shared)])
+        self.plans = {}     # launch -> (gangs, [(function, grid, block, shared)])
         self.max_threads = min(cupy.cuda.driver.funcGetAttribute(
             cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) for f in functions)
 

@@ -109,9 +109,6 @@ class CudaDialect(Dialect):
     def entries(self, em, fn):
         """One entry a launch of `steps.plan` (gang loops end their launch)."""
         plan = steps.plan(fn)
-        if any(e.combine is not None for e in plan.entries):
-            raise CompileError("array reductions over gangs: not supported by the CUDA "
-                               "dialect yet", fn.file, fn.line)
         names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                  for k in range(len(plan.entries))]
         em.state.update(plan=plan, names=names, tree=_tree_used(fn, plan),
@@ -148,9 +145,9 @@ class CudaDialect(Dialect):
             if st["tree"]:
                 em.line("extern __shared__ unsigned long long pyg_tree[];")
             if fn.sizes:
-                st["mine"], stride = em.private_layout()
+                st["mine"], st["stride"] = em.private_layout()
                 em.line(f"unsigned long long *pyg_mine = pyg_priv + ((blockIdx.x * blockDim.y "
-                        f"+ threadIdx.y) * blockDim.x + threadIdx.x) * ({stride});")
+                        f"+ threadIdx.y) * blockDim.x + threadIdx.x) * ({st['stride']});")
         st["kernel_at"] = len(em.out)
 
     def kernel_body(self, em, fn, body):
@@ -166,6 +163,8 @@ class CudaDialect(Dialect):
             for name, t in plan.carried:
                 em.line(f"{name} = {_word(em, name, plan.parity[k], self.type_name(t))};")
             self._finish_gang_reductions(em, plan, k)
+        if plan.entries[k].combine is not None:
+            self._sum_copies(em, plan.entries[k].combine)
         if plan.done and k:
             for name in plan.flags:
                 em.line(f"if ({plan.done}) {name} = 0;")
@@ -263,7 +262,7 @@ class CudaDialect(Dialect):
         em.line("__syncthreads();")
 
     def array_decl(self, em, name, t):
-        if not t.shape:                     # sized at run time: in the private scratch
+        if name in em.cur.sizes:            # sized at run time: in the private scratch
             for k, e in enumerate(em.extents(name)):
                 em.line(f"const long long {name}__s{k} = {e};")
             c = self.type_name(t.elem)
@@ -324,6 +323,8 @@ class CudaDialect(Dialect):
             plan = em.state["plan"]
             if id(loop) in plan.pending:             # the next launch combines the partials
                 em.line(f"{plan.pending[id(loop)]} = pyg_G;")
+            if id(loop) in plan.copies:              # the next launch sums the copies
+                em.line(f"{plan.copies[id(loop)]} = pyg_G * blockDim.y * blockDim.x;")
         em.line("}")
         if inner:
             self._sync(em)                      # the loop's stores, for what follows
@@ -338,10 +339,11 @@ class CudaDialect(Dialect):
 
     def reduction(self, em, call):
         """INIT declares a level's copy; FINI combines it at the loop's top level (the
-        gang level leaves a block's partial in the scratch for the join)."""
-        if isinstance(call.type, T.Array):
-            raise _not_yet(em, f"the array reduction on {call.outer!r}")
+        gang level leaves a block's partial in the scratch for the next launch)."""
         loop = em.state["loops"][-1]
+        if isinstance(call.type, T.Array):
+            self._array_reduction(em, loop, call)
+            return
         t = call.type
         if call.phase == "INIT":
             em.line(f"{self.type_name(t)} {call.local} = {self.identity(call.op, t)};")
@@ -370,6 +372,84 @@ class CudaDialect(Dialect):
             else:
                 self._tree(em, call.op, t, value, part)
             em.line(f"if ({LEAD}) {_partial(em, c, 'pyg_g', call.rid)} = {part};")
+
+    def _array_reduction(self, em, loop, call):
+        """An array reduction: a copy a thread in the private scratch.  After a worker or
+        vector loop the threads of the loop sum their copies into the enclosing array,
+        each a slice of its elements; a gang loop's copies are summed by the launch that
+        follows it (`_sum_copies`)."""
+        t = call.type.elem
+        c = self.type_name(t)
+        if call.phase == "INIT":
+            self.array_decl(em, call.local, call.type)
+            em.line(f"for (long long e = 0; e < {em.count(call.local, call.type)}; ++e) "
+                    f"{call.local}[e] = {self.identity(call.op, t)};")
+            return
+        if call.phase != "FINI" or call.level != loop.levels[0]:
+            return
+        local = next(r.local for r in loop.reductions if r.rid == call.rid)   # innermost
+        part = em.state["part"]
+        idle = [lv for lv in ORDER if lv not in part + loop.levels]
+        if "gang" in loop.levels:       # threads that ran it redundantly count once
+            inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop)
+                     for lv in n.levels}
+            idle = [lv for lv in idle if lv not in inner]
+            if idle:
+                em.line(f"if (!({' && '.join(f'{LEVEL_ID[lv][0]} == 0' for lv in idle)})) "
+                        f"for (long long e = 0; e < {em.count(local, call.type)}; ++e) "
+                        f"{local}[e] = {self.identity(call.op, t)};")
+            return
+        if call.outer not in em.cur.sizes:      # global memory: one gang stores
+            idle = ["gang"] + [lv for lv in idle if lv != "gang"]
+        writer = " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in dict.fromkeys(idle)) or "1"
+        lanes = loop.levels == ("vector",)      # a worker's lanes, else the block's threads
+        base = "threadIdx.y * blockDim.x" if lanes else "0"
+        n = "blockDim.x" if lanes else "blockDim.x * blockDim.y"
+        me = "threadIdx.x" if lanes else "threadIdx.y * blockDim.x + threadIdx.x"
+        sync = "__syncwarp(pyg_lanes);" if lanes else "__syncthreads();"
+        stride = em.state["stride"]
+        u = em.uid()
+        em.line(sync)
+        em.line("{")
+        with em.indent():
+            em.line(f"unsigned long long *pyg_b{u} = pyg_priv + ((blockIdx.x * blockDim.y) "
+                    f"* blockDim.x + {base}) * ({stride}) + {em.state['mine'][local]};")
+            em.line(f"for (long long e = {me}; e < {em.count(local, call.type)}; e += {n}) {{")
+            with em.indent():
+                em.line(f"{c} a = {self.identity(call.op, t)};")
+                em.line(f"for (long long q = 0; q < {n}; ++q)")
+                copy = f"(({c} *)(pyg_b{u} + q * ({stride})))[e]"
+                em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
+                into = f"{call.outer}[e]"
+                if call.outer in em.cur.sizes:      # the copy of the group's first thread
+                    into = (f"(({c} *)(pyg_b{u} - ({em.state['mine'][local]}) + "
+                            f"{em.state['mine'][call.outer]}))[e]")
+                em.line(f"if ({writer}) {into} = {em.combine(call.op, t, into, 'a')};")
+            em.line("}")
+        em.line("}")
+        em.line(sync)
+
+    def _sum_copies(self, em, loop):
+        """The launch after a gang loop with array reductions: its threads sum, each a
+        slice of the elements, the copies of every thread of that loop's launch."""
+        plan = em.state["plan"]
+        items = plan.copies[id(loop)]
+        stride = em.state["stride"]
+        me = "(blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"
+        for r in loop.reductions:
+            if not isinstance(r.type, T.Array):
+                continue
+            t, c = r.type.elem, self.type_name(r.type.elem)
+            n = " * ".join(f"({e})" for e in em.extents(r.local))
+            em.line(f"for (long long e = {me}; e < {n}; "
+                    f"e += gridDim.x * blockDim.y * blockDim.x) {{")
+            with em.indent():
+                em.line(f"{c} a = {self.identity(r.op, t)};")
+                em.line(f"for (long long q = 0; q < {items}; ++q)")
+                copy = f"(({c} *)(pyg_priv + q * ({stride}) + {em.state['mine'][r.local]}))[e]"
+                em.line(f"    a = {em.combine(r.op, t, 'a', copy)};")
+                em.line(f"{r.var}[e] = {em.combine(r.op, t, f'{r.var}[e]', 'a')};")
+            em.line("}")
 
     def _shfl(self, t, v):
         if t.is_bool:
@@ -413,11 +493,6 @@ class CudaDialect(Dialect):
                           scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
                           tree_bytes=8 if em.state["tree"] else 0, program=program,
                           private=private_terms(fn))
-
-
-def _not_yet(em, what):
-    return CompileError(f"{what}: not supported by the CUDA dialect yet", em.cur.file,
-                        em.cur.line)
 
 
 HOOKS = CudaDialect()
