@@ -258,7 +258,9 @@ def lib():
               (test_regions.converge, (f8, 1.0, 1, f8)),
               (test_regions.widths, (np.zeros((2, 3), np.int64), 1)),
               (test_language.scratch_rows, (np.zeros((2, 2)), f8, 1)),
-              (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64)))]
+              (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64))),
+              (test_language.bump_once, (f8, f8)),
+              (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
     return emulator(cases)
 
 
@@ -377,3 +379,14 @@ def test_array_reductions(lib, gangs, workers, vector):
     assert y[13] == A.max()
     np.testing.assert_allclose(y[14:], A.sum(axis=0), rtol=1e-12)
     assert h.tolist() == [(A <= 0).sum(), (A > 0).sum()]
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_helper_stores_once_in_sequential_code(lib, gangs, workers, vector):
+    for kernel, x, y in ((test_language.bump_once, np.zeros(1), np.zeros(50)),
+                         (test_language.bump_a_gang, np.zeros(6), np.zeros((6, 9)))):
+        want_x, want_y = x.copy(), y.copy()
+        kernel.py_func(want_x, want_y)
+        run(lib, kernel, (x, y), gangs, workers, vector)
+        np.testing.assert_array_equal(x, want_x)
+        np.testing.assert_array_equal(y, want_y)

@@ -331,3 +331,39 @@ def test_loads_hoisted_only_where_no_store_reaches(device):
     row_updates.on(device)(A, B)
     np.testing.assert_allclose(A, want_a, rtol=1e-12)
     np.testing.assert_allclose(B, want_b, rtol=1e-12)
+
+
+# -- helpers that store, called in code that every thread of a level runs ----------------
+
+@omp.declare_target
+def bump(x, k: int, by: float):
+    x[k] += by
+
+
+@omp.target
+def bump_once(x, y):
+    """A helper's store in sequential code (once, as in Python), then a worker loop."""
+    bump(x, 0, 1.0)
+    for i in omp.worker(y.shape[0]):
+        y[i] += x[0]
+
+
+@omp.target
+def bump_a_gang(x, y):
+    """In a gang loop outside its vector loop: once a gang into x, every lane's own t."""
+    for g in omp.gang(y.shape[0]):
+        t = np.zeros(2)
+        bump(t, 1, g + 1.0)
+        bump(x, g, t[1])
+        for j in omp.vector(y.shape[1]):
+            y[g, j] += x[g] + t[1]
+
+
+def test_helper_stores_once_in_sequential_code(device):
+    for kernel, x, y in ((bump_once, np.zeros(1), np.zeros(50)),
+                         (bump_a_gang, np.zeros(6), np.zeros((6, 9)))):
+        want_x, want_y = x.copy(), y.copy()
+        kernel.py_func(want_x, want_y)
+        kernel.on(device)(x, y)
+        np.testing.assert_array_equal(x, want_x)
+        np.testing.assert_array_equal(y, want_y)

@@ -188,6 +188,10 @@ WORKGROUPS = textwrap.dedent("""
     t.mixed_levels.on(dev)(xi, o)
     ref = [xi.max(), (-1) ** int((xi % 5 == 0).sum()), xi.min(), np.bitwise_or.reduce(xi)]
     assert o.tolist() == ref, (o, ref)
+    import test_language as lang
+    x, y = np.zeros(6), np.zeros((6, 9))
+    lang.bump_a_gang.on(dev)(x, y)                  # a helper's store: once a gang
+    assert (x == np.arange(1.0, 7.0)).all() and (y.T == 2 * x).all(), (x, y)
     print("ok")
 """)
 

@@ -80,6 +80,7 @@ def _tree_used(fn, plan) -> bool:
 
 class CudaDialect(Dialect):
     target = "cuda"
+    write_flags = True          # a helper stores into a caller's array as the caller would
 
     def preamble(self, fn):
         return _PREAMBLE
@@ -101,7 +102,7 @@ class CudaDialect(Dialect):
 
     # -- kernel entry --------------------------------------------------------------
     def helper_open(self, em, fn, params):
-        em.state["part"] = ORDER          # a helper's stores are its caller's business
+        em.state["part"] = ORDER          # its own arrays: each thread's
         ret = "void" if fn.ret is T.VOID else self.type_name(fn.ret)
         em.line(f"static __device__ {ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")
@@ -239,8 +240,13 @@ class CudaDialect(Dialect):
         """An array's memory: a private array sized at run time is a thread's own."""
         return "private" if arr.name in em.cur.sizes else arr.type.space
 
+    def writer(self, em, arr):
+        if arr.name in em.cur.written and not em.cur.is_kernel:     # the caller says
+            return f"{arr.name}__w"
+        return self.leader(em, self._space(em, arr))
+
     def store(self, em, s):
-        cond = self.leader(em, self._space(em, s.target.array))
+        cond = self.writer(em, s.target.array)
         text = f"{em.expr(s.target)} = {em.expr(s.value)};"
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
@@ -255,7 +261,7 @@ class CudaDialect(Dialect):
         space = self._space(em, s.target.array)
         op = (f"{target} += {value};" if space == "private"
               else f"atomicAdd(({c} *)&{target}, ({c}){value});")
-        cond = self.leader(em, space)
+        cond = self.writer(em, s.target.array)
         em.line(op if cond == "1" else f"if ({cond}) {op}")
 
     def barrier(self, em):

@@ -94,6 +94,7 @@ class OpenCLDialect(LoopLowering, Dialect):
     target = "opencl"
     float32_suffix = ""         # OpenCL C overloads its math functions
     hoist_loads = True          # PoCL reads A[i, k] again in every trip of a j loop
+    write_flags = True          # a helper stores into a caller's array as the caller would
 
     # -- text pieces ---------------------------------------------------------------
     def preamble(self, fn):
@@ -116,7 +117,7 @@ class OpenCLDialect(LoopLowering, Dialect):
         return COUNT["worker" if what == "num_workers" else "vector"]
 
     def helper_open(self, em, fn, params):
-        em.state["part"] = frozenset(LEVELS)    # a helper stores as its caller runs it
+        em.state["part"] = frozenset(LEVELS)    # its own arrays: each work-item's
         em.state["active"] = None
         ret = "void" if fn.ret is T.VOID else self.type_name(fn.ret)
         em.line(f"{ret} {fn.name}({', '.join(params) or 'void'})")
@@ -317,13 +318,15 @@ class OpenCLDialect(LoopLowering, Dialect):
         return arr.type.space != "private" and arr.name not in em.cur.sizes
 
     # -- statements with side effects ------------------------------------------------
+    def writer(self, em, arr):
+        if arr.name in em.cur.written and not em.cur.is_kernel:     # the caller says
+            return f"{arr.name}__w"
+        return self.leader(em) if self.shared(em, arr) else "1"
+
     def store(self, em, s):
         text = f"{em.expr(s.target)} = {em.expr(s.value)};"
-        if isinstance(s.target, ir.Index) and self.shared(em, s.target.array):
-            cond = self.leader(em)
-            if cond != "1":
-                text = f"if ({cond}) {text}"
-        em.line(text)
+        cond = self.writer(em, s.target.array)
+        em.line(text if cond == "1" else f"if ({cond}) {text}")
 
     def atomic_add(self, em, s):
         t = s.target.type
@@ -341,7 +344,7 @@ class OpenCLDialect(LoopLowering, Dialect):
                                      f"(use int32, int64, uint32, uint64, float32 or float64)")
         if not self.shared(em, s.target.array):
             text = f"{target} += {value};"
-        cond = self.leader(em) if self.shared(em, s.target.array) else "1"
+        cond = self.writer(em, s.target.array)
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
     def barrier(self, em):

@@ -110,6 +110,13 @@ class Dialect:
         em.line("return;")
 
     # -- declarations, statements -------------------------------------------------
+    write_flags = False     # a helper takes ``P__w`` after its parameters, for each array
+                            # P it stores into: whether the caller's thread stores (`writer`)
+
+    def writer(self, em, arr: ir.ArrayRef) -> str:
+        """With write_flags: whether this thread does the stores into ``arr``, as text."""
+        return "1"
+
     def store(self, em, s: ir.Assign) -> None:
         """An assignment to an array element (a dialect may guard it, or look at the
         address space of ``s.target.array.type``)."""
@@ -380,6 +387,8 @@ class Emitter:
                     params += [f"{self.type(T.INT64)} {name}__s{k}" for k in range(t.ndim)]
             else:
                 params.append(f"{self.type(t)} {name}")
+        if self.d.write_flags:
+            params += [f"int {name}__w" for name, _ in h.params if name in h.written]
         self.at(h.line)
         self.d.helper_open(self, h, params)
         with self.indent():
@@ -711,6 +720,9 @@ class Emitter:
                     args += [f"{root.name}__s{k}" for k in range(p, root.type.ndim)]
             else:
                 args.append(self.expr(a))
+        if self.d.write_flags:
+            args += [self.d.writer(self, a.array if isinstance(a, ir.View) else a)
+                     for a, (name, _) in zip(e.args, e.fn.params) if name in e.fn.written]
         return f"{e.fn.name}({', '.join(args)})"
 
 
