@@ -32,6 +32,7 @@ import test_language  # noqa: E402
 import test_regions  # noqa: E402
 import test_kernels_examples as tke  # noqa: E402
 from pygomp.compiler.emit import arg_words  # noqa: E402
+import pygomp.kernels as omp  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
 
 target = pytest.importorskip("pygomp_plugins.cuda.target")
@@ -182,8 +183,10 @@ def emulator(cases):
     return out
 
 
-def run(lib, kernel, args, gangs, workers, vector, seed=0):
-    """Run ``kernel(*args)`` under the emulation (arrays in place); its result."""
+def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
+    """Run ``kernel(*args)`` under the emulation (arrays in place); its result.
+    ``forced``: sizes a user gave (num_gangs, ...), which the plugin gives every entry
+    that partitions a level, whether it partitions that one or not."""
     unit = kernel.spec(tuple(args)).unit(target.HOOKS)
     f, spec = lib[unit.entry]
     info = unit.kernels[0]
@@ -214,8 +217,9 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0):
         if info.program else range(len(info.entries))
     for e in ops:                           # the plugin's order of the entries
         lv = info.levels[e]
-        gx = gangs if "g" in lv else 1
-        bx, by = (vector if "v" in lv else 1), (workers if "w" in lv else 1)
+        gx = gangs if "g" in lv or forced and lv else 1
+        bx, by = (vector if "v" in lv or forced and lv else 1), \
+            (workers if "w" in lv or forced and lv else 1)
         order = rng.permutation(gx).astype(np.uint32)
         stuck = f[e](w.ctypes.data, gx, bx, by, order.ctypes.data)
         assert not stuck, f"{kernel}: a barrier was not reached by every thread of a block"
@@ -261,6 +265,7 @@ def lib():
               (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64))),
               (test_language.bump_once, (f8, f8)),
               (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
+    cases += [(omp.target(f), (np.zeros((2, 2)), f8)) for f in test_language.COLUMN_SUMS]
     return emulator(cases)
 
 
@@ -390,3 +395,12 @@ def test_helper_stores_once_in_sequential_code(lib, gangs, workers, vector):
         run(lib, kernel, (x, y), gangs, workers, vector)
         np.testing.assert_array_equal(x, want_x)
         np.testing.assert_array_equal(y, want_y)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", [(3, 4, 4), (2, 2, 8), (5, 1, 1)])
+def test_array_reductions_with_launch_sizes(lib, gangs, workers, vector):
+    A = np.random.default_rng(7).random((13, 11))
+    for f in test_language.COLUMN_SUMS:
+        y = np.ones(11)
+        run(lib, omp.target(f), (A, y), gangs, workers, vector, forced=True)
+        np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)

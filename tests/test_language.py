@@ -367,3 +367,50 @@ def test_helper_stores_once_in_sequential_code(device):
         kernel.on(device)(x, y)
         np.testing.assert_array_equal(x, want_x)
         np.testing.assert_array_equal(y, want_y)
+
+
+# -- array reductions where the launch has more threads than the loops use ---------------
+
+def gang_rows(A, y):
+    for i in omp.gang(A.shape[0], reduction="+:y"):
+        for j in range(A.shape[1]):
+            y[j] += A[i, j]
+
+
+def gang_lanes(A, y):
+    for i in omp.gang(A.shape[0], reduction="+:y"):
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+def worker_rows(A, y):
+    for i in omp.worker(A.shape[0], reduction="+:y"):
+        for j in range(A.shape[1]):
+            y[j] += A[i, j]
+
+
+def worker_lanes(A, y):
+    for i in omp.worker(A.shape[0], reduction="+:y"):
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+def lanes_only(A, y):
+    for i in range(A.shape[0]):
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+COLUMN_SUMS = (gang_rows, gang_lanes, worker_rows, worker_lanes, lanes_only)
+
+
+@pytest.mark.parametrize("launch", [(3, 4, 4), (5, 1, 1)])
+def test_array_reductions_with_launch_sizes(device, launch):
+    """Sizes the user forces give threads that a loop does not partition: their copies
+    count once."""
+    A = np.random.default_rng(7).random((13, 11))
+    for f in COLUMN_SUMS:
+        y = np.ones(11)
+        omp.target(f, num_gangs=launch[0], num_workers=launch[1],
+                   vector_length=launch[2]).on(device)(A, y)
+        np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)

@@ -192,6 +192,10 @@ WORKGROUPS = textwrap.dedent("""
     x, y = np.zeros(6), np.zeros((6, 9))
     lang.bump_a_gang.on(dev)(x, y)                  # a helper's store: once a gang
     assert (x == np.arange(1.0, 7.0)).all() and (y.T == 2 * x).all(), (x, y)
+    for f in lang.COLUMN_SUMS:                      # idle work-items' copies count once
+        y = np.zeros(13)
+        lang.omp.target(f, num_gangs=3, num_workers=4, vector_length=4).on(dev)(a, y)
+        assert np.allclose(y, a.sum(0)), (f.__name__, y / a.sum(0))
     print("ok")
 """)
 

@@ -396,19 +396,20 @@ class CudaDialect(Dialect):
         local = next(r.local for r in loop.reductions if r.rid == call.rid)   # innermost
         part = em.state["part"]
         idle = [lv for lv in ORDER if lv not in part + loop.levels]
-        if "gang" in loop.levels:       # threads that ran it redundantly count once
-            inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop)
-                     for lv in n.levels}
-            idle = [lv for lv in idle if lv not in inner]
-            if idle:
-                em.line(f"if (!({' && '.join(f'{LEVEL_ID[lv][0]} == 0' for lv in idle)})) "
-                        f"for (long long e = 0; e < {em.count(local, call.type)}; ++e) "
-                        f"{local}[e] = {self.identity(call.op, t)};")
+        lanes = loop.levels == ("vector",)      # a worker's lanes, else the block's threads
+        summed = ("vector",) if lanes else ORDER[1:]
+        inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
+        empty = [lv for lv in idle if lv not in inner and (lv in summed or "gang" in loop.levels)]
+        if empty:                       # threads that ran it redundantly count once
+            em.line(f"if (!({' && '.join(f'{LEVEL_ID[lv][0]} == 0' for lv in empty)})) "
+                    f"for (long long e = 0; e < {em.count(local, call.type)}; ++e) "
+                    f"{local}[e] = {self.identity(call.op, t)};")
+        if "gang" in loop.levels:
             return
+        idle = [lv for lv in idle if lv not in summed]      # those that sum, each a slice
         if call.outer not in em.cur.sizes:      # global memory: one gang stores
             idle = ["gang"] + [lv for lv in idle if lv != "gang"]
         writer = " && ".join(f"{LEVEL_ID[lv][0]} == 0" for lv in dict.fromkeys(idle)) or "1"
-        lanes = loop.levels == ("vector",)      # a worker's lanes, else the block's threads
         base = "threadIdx.y * blockDim.x" if lanes else "0"
         n = "blockDim.x" if lanes else "blockDim.x * blockDim.y"
         me = "threadIdx.x" if lanes else "threadIdx.y * blockDim.x + threadIdx.x"

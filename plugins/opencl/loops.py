@@ -202,9 +202,10 @@ class LoopLowering:
                     f"{self.identity(call.op, call.type)};")
 
     def _fini(self, em, loop):
-        if "gang" not in loop.levels:
-            for c in loop.fini:
-                if isinstance(c.type, T.Array):
+        for c in loop.fini:
+            if isinstance(c.type, T.Array):
+                self._empty_redundant(em, loop, c)
+                if "gang" not in loop.levels:
                     self._sum_group_copies(em, c)
         by = {lv: [c for c in loop.fini if c.level == lv and isinstance(c.type, T.Scalar)]
               for lv in LEVELS}
@@ -223,6 +224,19 @@ class LoopLowering:
         for c in by["gang"]:
             em.line(f"if (get_local_id(0) == 0 && get_local_id(1) == 0) "
                     f"{self._partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
+
+    def _empty_redundant(self, em, loop, call):
+        """Work-items of the group that ran the loop redundantly (their level neither
+        partitioned outside nor by the loop or its inner loops) empty their copies of an
+        array reduction, so that the sums over the copies count it once."""
+        inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
+        idle = [lv for lv in ("worker", "vector")
+                if lv not in em.state["part"] | set(loop.levels) | inner]
+        if idle:
+            u = em.uid()
+            em.line(f"if (!({' && '.join(f'{ID[lv]} == 0' for lv in idle)})) "
+                    f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
+                    f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
 
     def _sum_group_copies(self, em, call):
         """After a worker or vector loop: the work-items of the group sum their copies
@@ -245,7 +259,10 @@ class LoopLowering:
                 em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
                 copy = f"((__global {c} *)(pyg_b{u} + q * ({em.state['stride']})))[e]"
                 em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
-                em.line(f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};")
+                into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
+                if call.outer not in em.cur.sizes and "gang" not in em.state["part"]:
+                    into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
+                em.line(into)
             em.line("}")
         em.line("}")
         self.barrier(em)
