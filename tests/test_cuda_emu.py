@@ -266,6 +266,7 @@ def lib():
               (test_language.bump_once, (f8, f8)),
               (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
     cases += [(omp.target(f), (np.zeros((2, 2)), f8)) for f in test_language.COLUMN_SUMS]
+    cases.append((test_language.prefix_rows, (np.zeros((2, 2)), np.zeros((2, 2)))))
     return emulator(cases)
 
 
@@ -404,3 +405,11 @@ def test_array_reductions_with_launch_sizes(lib, gangs, workers, vector):
         y = np.ones(11)
         run(lib, omp.target(f), (A, y), gangs, workers, vector, forced=True)
         np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
+def test_prefix_rows_of_workers_in_vector_lanes(lib, gangs, workers, vector):
+    """Each worker's lanes sync alone (__syncwarp), however many trips its loop has."""
+    A, y = np.random.default_rng(8).random((9, 11)), np.zeros((9, 11))
+    run(lib, test_language.prefix_rows, (A, y), gangs, workers, vector)
+    np.testing.assert_allclose(y[1:], np.cumsum(A, 0)[:-1], rtol=1e-12)

@@ -414,3 +414,20 @@ def test_array_reductions_with_launch_sizes(device, launch):
         omp.target(f, num_gangs=launch[0], num_workers=launch[1],
                    vector_length=launch[2]).on(device)(A, y)
         np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)
+
+
+# -- vector loops in a sequential loop whose trips differ between workers ---------------
+
+@omp.target
+def prefix_rows(A, y):
+    for i in omp.worker(A.shape[0]):
+        for k in range(i):
+            for j in omp.vector(A.shape[1]):
+                y[i, j] += A[k, j]
+
+
+def test_prefix_rows_of_workers_in_vector_lanes(device):
+    A, y = np.random.default_rng(8).random((9, 11)), np.zeros((9, 11))
+    prefix_rows.on(device)(A, y)
+    np.testing.assert_allclose(y[1:], np.cumsum(A, 0)[:-1], rtol=1e-12)
+    assert not y[0].any()
