@@ -11,7 +11,8 @@ for the vector and worker levels, and one partial a work-group in global scratch
 gang level, which the next launch combines (a gang loop ends its launch: see
 `pygomp.compiler.steps`).  An array reduction has a copy a work-item in the private
 scratch: after a worker or vector loop the group sums its copies, after a gang loop a
-launch of its own does.  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
+launch of its own does (the copies of work-items that ran the loop redundantly
+emptied first).  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
 combines and a vector-level reduction loop keeps LANES interleaved copies so the
 compiler can vectorize it.  A non-rectangular collapsed loop walks its contiguous block
 row by row on CPUs.
