@@ -426,8 +426,34 @@ def prefix_rows(A, y):
                 y[i, j] += A[k, j]
 
 
-def test_prefix_rows_of_workers_in_vector_lanes(device):
-    A, y = np.random.default_rng(8).random((9, 11)), np.zeros((9, 11))
-    prefix_rows.on(device)(A, y)
-    np.testing.assert_allclose(y[1:], np.cumsum(A, 0)[:-1], rtol=1e-12)
-    assert not y[0].any()
+@omp.target
+def prefix_rows_while(A, y):
+    for i in omp.worker(A.shape[0]):
+        k = 0
+        while k < i:
+            for j in omp.vector(A.shape[1]):
+                y[i, j] += A[k, j]
+            k += 1
+
+
+@omp.target
+def even_prefix_rows(A, y):
+    for i in omp.worker(A.shape[0]):
+        for k in range(A.shape[0]):
+            if k == i:
+                break
+            if k % 2:
+                continue
+            for j in omp.vector(A.shape[1]):
+                y[i, j] += A[k, j]
+
+
+@pytest.mark.parametrize("kernel", [prefix_rows, prefix_rows_while, even_prefix_rows],
+                         ids=lambda k: k.py_func.__name__)
+def test_prefix_rows_of_workers_in_vector_lanes(device, kernel):
+    A, y, want = np.random.default_rng(8).random((9, 11)), np.zeros((9, 11)), np.zeros((9, 11))
+    kernel.py_func(A, want)
+    kernel.on(device)(A, y)
+    np.testing.assert_allclose(y, want, rtol=1e-12)
+    if kernel is prefix_rows:
+        np.testing.assert_allclose(y[1:], np.cumsum(A, 0)[:-1], rtol=1e-12)

@@ -227,9 +227,6 @@ def test_language_and_regions_in_real_work_groups(cldev, tmp_path):
     assert p.returncode == 0 and " passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="a vector loop in a worker loop syncs the whole "
-                   "work-group, and a sequential loop around it whose trips differ between "
-                   "workers reaches that barrier unevenly (wrong sums, or a crash, on PoCL)")
 def test_barriers_in_loops_whose_trips_differ_between_workers(cldev, tmp_path):
     env = dict(os.environ, PYGOMP_OPENCL_CPU_WORKGROUPS="1",
                PYGOMP_DEVICES="opencl", PYGOMP_CACHE_DIR=str(tmp_path))

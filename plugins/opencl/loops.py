@@ -19,7 +19,7 @@ row by row on CPUs.
 """
 from __future__ import annotations
 
-from pygomp.compiler import ir
+from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
 
@@ -175,16 +175,80 @@ class LoopLowering:
                     e = f"pyg_c{em.uid()}"
                     em.line(f"const int {e} = ({act}) && !{c};")
                     self._guarded(em, s.orelse, e)
-            elif isinstance(s, ir.For):         # the same trips everywhere, guarded body
+            elif isinstance(s, ir.For):
                 em.at(s.line)
-                em.s_For(s, lambda: self._guarded(em, s.body, act))
+                self._group_for(em, s, act)
             elif isinstance(s, ir.While):
                 em.at(s.line)
-                em.s_While(s, lambda: self._guarded(em, s.body, act), act)
+                self._group_while(em, s, act)
             else:
                 saved, st["active"] = st["active"], act
                 em.stmt(s)
                 st["active"] = saved
+
+    def _group_max(self, em, mine, out):
+        """``out`` = the largest ``mine`` of the work-group (two barriers)."""
+        em.line(f"{out} = 0;")
+        self._tree(em, [(out, mine, "max", T.INT64)], "0",
+                   "(long)get_local_id(1) * get_local_size(0) + get_local_id(0)",
+                   "(long)get_local_size(0) * get_local_size(1)", "1")
+
+    def _jump_flags(self, em, body, u):
+        """The body with its ``break`` and ``continue`` turned into flags (a work-item
+        that jumps must still reach the barriers of the rounds that follow)."""
+        found = steps.jumps(body)
+        brk = f"pyg_brk{u}" if "break" in found else None
+        cnt = f"pyg_cnt{u}" if "continue" in found else None
+        return brk, cnt, steps.guard_jumps(body, brk, cnt)
+
+    def _group_for(self, em, s, act):
+        """A sequential ``for`` around barriers: its trip count may differ between the
+        work-items, so it runs the group's largest, the variable and body guarded."""
+        u = em.uid()
+        start, stop, step = (f"pyg_f{u}_{x}" for x in ("start", "stop", "step"))
+        for name, e in ((start, s.start), (stop, s.stop), (step, s.step)):
+            em.line(f"const long {name} = ({act}) ? (long)({em.expr(e)}) : 0;")
+        mine, t = f"pyg_trips{u}", f"pyg_t{u}"
+        em.line(f"const long {mine} = {step} > 0 ? ({stop} > {start} ? ({stop} - {start} + "
+                f"{step} - 1) / {step} : 0) : {step} < 0 ? ({stop} < {start} ? ({start} - "
+                f"{stop} - {step} - 1) / (-{step}) : 0) : 0;")
+        em.line(f"long pyg_most{u};")
+        self._group_max(em, mine, f"pyg_most{u}")
+        brk, cnt, body = self._jump_flags(em, s.body, u)
+        b = self.type_name(T.BOOL)
+        if brk:
+            em.line(f"{b} {brk} = 0;")
+        em.line(f"for (long {t} = 0; {t} < pyg_most{u}; ++{t}) {{")
+        with em.indent():
+            on = f"pyg_on{u}"
+            em.line(f"const int {on} = {t} < {mine}{f' && !{brk}' if brk else ''};")
+            if cnt:
+                em.line(f"{b} {cnt} = 0;")
+            em.line(f"if ({on}) {s.var} = {start} + {t} * {step};")
+            self._guarded(em, body, on)
+        em.line("}")
+
+    def _group_while(self, em, s, act):
+        """A ``while`` around barriers: rounds go on while any work-item of the group
+        still runs (a group-wide check each round), the body guarded."""
+        u = em.uid()
+        run = f"pyg_run{u}"
+        brk, cnt, body = self._jump_flags(em, s.body, u)
+        b = self.type_name(T.BOOL)
+        if brk:
+            em.line(f"{b} {brk} = 0;")
+        em.line(f"int {run} = ({act}) && ({em.expr(s.cond)});")
+        em.line(f"long pyg_any{u};")
+        self._group_max(em, run, f"pyg_any{u}")
+        em.line(f"while (pyg_any{u}) {{")
+        with em.indent():
+            if cnt:
+                em.line(f"{b} {cnt} = 0;")
+            self._guarded(em, body, run)
+            stop = f" && !{brk}" if brk else ""
+            em.line(f"{run} = {run}{stop} && ({em.expr(s.cond)});")
+            self._group_max(em, run, f"pyg_any{u}")
+        em.line("}")
 
     # -- reductions ------------------------------------------------------------------
     def reduction(self, em, call):
@@ -332,5 +396,8 @@ def scan(fn, plan):
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
             tree = max(tree, len(_scalars(n)))
+            if any(isinstance(s, (ir.For, ir.While)) and _has_sync(s.body)
+                   for s in ir.walk(n.body)):
+                tree = max(tree, 1)            # a group-wide trip count (`_group_for`)
     return {"scratch": bool(plan.scratch_words or plan.gang_words),
             "private": bool(fn.sizes), "tree": tree}
