@@ -40,6 +40,9 @@ _program = pytest.importorskip("pygomp_plugins.cuda.plugin")._program
 if not shutil.which("g++"):
     pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
 
+PREFIX_ROWS = (test_language.prefix_rows, test_language.prefix_rows_while,
+               test_language.even_prefix_rows)
+
 HEADER = r"""
 #include <math.h>
 #include <string.h>
@@ -266,7 +269,7 @@ def lib():
               (test_language.bump_once, (f8, f8)),
               (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
     cases += [(omp.target(f), (np.zeros((2, 2)), f8)) for f in test_language.COLUMN_SUMS]
-    cases.append((test_language.prefix_rows, (np.zeros((2, 2)), np.zeros((2, 2)))))
+    cases += [(k, (np.zeros((2, 2)), np.zeros((2, 2)))) for k in PREFIX_ROWS]
     return emulator(cases)
 
 
@@ -410,6 +413,9 @@ def test_array_reductions_with_launch_sizes(lib, gangs, workers, vector):
 @pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)
 def test_prefix_rows_of_workers_in_vector_lanes(lib, gangs, workers, vector):
     """Each worker's lanes sync alone (__syncwarp), however many trips its loop has."""
-    A, y = np.random.default_rng(8).random((9, 11)), np.zeros((9, 11))
-    run(lib, test_language.prefix_rows, (A, y), gangs, workers, vector)
-    np.testing.assert_allclose(y[1:], np.cumsum(A, 0)[:-1], rtol=1e-12)
+    A = np.random.default_rng(8).random((9, 11))
+    for kernel in PREFIX_ROWS:
+        y, want = np.zeros((9, 11)), np.zeros((9, 11))
+        kernel.py_func(A, want)
+        run(lib, kernel, (A, y), gangs, workers, vector)
+        np.testing.assert_allclose(y, want, rtol=1e-12, err_msg=kernel.py_func.__name__)
