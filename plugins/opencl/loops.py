@@ -396,8 +396,7 @@ def scan(fn, plan):
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
             tree = max(tree, len(_scalars(n)))
-            if any(isinstance(s, (ir.For, ir.While)) and _has_sync(s.body)
-                   for s in ir.walk(n.body)):
-                tree = max(tree, 1)            # a group-wide trip count (`_group_for`)
+        if isinstance(n, (ir.For, ir.While)) and _has_sync(n.body):
+            tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
     return {"scratch": bool(plan.scratch_words or plan.gang_words),
             "private": bool(fn.sizes), "tree": tree}

@@ -380,18 +380,18 @@ class OpenCLPlugin(Plugin):
                 vals += (None, 0)
         if info.has_scratch:
             vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
+        if info.private:            # one buffer for every entry: the largest needs
+            per = -(-info.private_size(args) // 8) * 8
+            size = per * max(gsize[0] * gsize[1] for _, gsize, _, _ in steps)
+            if size > d.dev.max_mem_alloc_size:
+                raise PluginError(f"kernel {info.name} needs {per} bytes of private "
+                                  f"arrays a work-item, {size} bytes for its "
+                                  f"{size // per} work-items; the device allocates at "
+                                  f"most {d.dev.max_mem_alloc_size} bytes at once")
+            vals.append(self._scratch(d, k, "private", size))
         held = []       # OpenCL does not keep the buffers an entry is set to alive: we do
         for entry, gsize, local, tree in steps:
             mine = vals
-            if info.private:
-                per = -(-info.private_size(args) // 8) * 8
-                size = per * gsize[0] * gsize[1]
-                if size > d.dev.max_mem_alloc_size:
-                    raise PluginError(f"kernel {info.name} needs {per} bytes of private "
-                                      f"arrays a work-item, {size} bytes for its "
-                                      f"{size // per} work-items; the device allocates at "
-                                      f"most {d.dev.max_mem_alloc_size} bytes at once")
-                mine = mine + [self._scratch(d, k, "private", size)]
             if tree is not None:
                 mine = mine + [tree]
             entry.set_args(*mine)
