@@ -268,7 +268,8 @@ def lib():
               (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64))),
               (test_language.bump_once, (f8, f8)),
               (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
-    cases += [(omp.target(f), (np.zeros((2, 2)), f8)) for f in test_language.COLUMN_SUMS]
+    cases += [(omp.target(f), (np.zeros((2, 2)), f8))
+              for f in test_language.COLUMN_SUMS + test_language.COUNTED_SUMS]
     cases += [(k, (np.zeros((2, 2)), np.zeros((2, 2)))) for k in PREFIX_ROWS]
     return emulator(cases)
 
@@ -408,6 +409,16 @@ def test_array_reductions_with_launch_sizes(lib, gangs, workers, vector):
         y = np.ones(11)
         run(lib, omp.target(f), (A, y), gangs, workers, vector, forced=True)
         np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)
+
+
+@pytest.mark.parametrize("gangs, workers, vector", [(3, 4, 4), (2, 2, 8), (5, 1, 1)])
+def test_array_reductions_updated_outside_the_inner_loop(lib, gangs, workers, vector):
+    A = np.random.default_rng(9).random((13, 11))
+    for f in test_language.COUNTED_SUMS:
+        y, want = np.ones(11), np.ones(11)
+        f(A, want)
+        run(lib, omp.target(f), (A, y), gangs, workers, vector, forced=True)
+        np.testing.assert_allclose(y, want, rtol=1e-12, err_msg=f.__name__)
 
 
 @pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)

@@ -416,6 +416,51 @@ def test_array_reductions_with_launch_sizes(device, launch):
         np.testing.assert_allclose(y, 1 + A.sum(axis=0), rtol=1e-12, err_msg=f.__name__)
 
 
+def gang_count_lanes(A, y):
+    for i in omp.gang(A.shape[0], reduction="+:y"):
+        y[0] += 1.0
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+        y[1] += 2.0
+
+
+def worker_count_lanes(A, y):
+    for i in omp.worker(A.shape[0], reduction="+:y"):
+        y[0] += 1.0
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+def gang_count_workers(A, y):
+    for i in omp.gang(A.shape[0], reduction="+:y"):
+        y[0] += 1.0
+        for j in omp.worker(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+def gang_bump_lanes(A, y):
+    for i in omp.gang(A.shape[0], reduction="+:y"):
+        bump(y, 0, 1.0)
+        for j in omp.vector(A.shape[1], reduction="+:y"):
+            y[j] += A[i, j]
+
+
+COUNTED_SUMS = (gang_count_lanes, worker_count_lanes, gang_count_workers, gang_bump_lanes)
+
+
+@pytest.mark.parametrize("launch", [None, (3, 4, 4), (5, 1, 1)])
+def test_array_reductions_updated_outside_the_inner_loop(device, launch):
+    """Code next to the inner loop that updates the reduced array counts once an
+    iteration of the outer loop, however many threads run it redundantly."""
+    A = np.random.default_rng(9).random((13, 11))
+    sizes = dict(zip(("num_gangs", "num_workers", "vector_length"), launch or ()))
+    for f in COUNTED_SUMS:
+        y, want = np.ones(11), np.ones(11)
+        f(A, want)
+        omp.target(f, **sizes).on(device)(A, y)
+        np.testing.assert_allclose(y, want, rtol=1e-12, err_msg=f.__name__)
+
+
 # -- vector loops in a sequential loop whose trips differ between workers ---------------
 
 @omp.target

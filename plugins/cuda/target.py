@@ -32,6 +32,7 @@ from __future__ import annotations
 from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, private_terms, word_kinds
+from pygomp.compiler.reductions import array_copies
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -113,7 +114,8 @@ class CudaDialect(Dialect):
         names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                  for k in range(len(plan.entries))]
         em.state.update(plan=plan, names=names, tree=_tree_used(fn, plan),
-                        slots={r.rid: k for k, (_, r) in enumerate(plan.reductions)})
+                        slots={r.rid: k for k, (_, r) in enumerate(plan.reductions)},
+                        copies=array_copies(fn))
         return list(zip(names, (e.body for e in plan.entries)))
 
     def kernel_open(self, em, fn):
@@ -243,6 +245,8 @@ class CudaDialect(Dialect):
     def writer(self, em, arr):
         if arr.name in em.cur.written and not em.cur.is_kernel:     # the caller says
             return f"{arr.name}__w"
+        if arr.name in em.state.get("copies", ()):      # summed over the threads: count once
+            return self.leader(em, "local")
         return self.leader(em, self._space(em, arr))
 
     def store(self, em, s):

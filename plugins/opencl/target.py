@@ -29,6 +29,7 @@ import math
 from pygomp.compiler import addrspace, ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, private_terms, word_kinds
+from pygomp.compiler.reductions import array_copies
 from pygomp.errors import CompileError
 from pygomp.runtime.plugin import KernelInfo
 
@@ -131,7 +132,8 @@ class OpenCLDialect(LoopLowering, Dialect):
         slots = {r.rid: k for k, (_, r) in enumerate(plan.reductions)}
         names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                  for k in range(len(plan.entries))]
-        em.state.update(plan=plan, gang_slots=slots, names=names, found=scan(fn, plan))
+        em.state.update(plan=plan, gang_slots=slots, names=names, found=scan(fn, plan),
+                        copies=array_copies(fn))
         return list(zip(names, (e.body for e in plan.entries)))
 
     def kernel_open(self, em, fn):
@@ -321,6 +323,8 @@ class OpenCLDialect(LoopLowering, Dialect):
     def writer(self, em, arr):
         if arr.name in em.cur.written and not em.cur.is_kernel:     # the caller says
             return f"{arr.name}__w"
+        if arr.name in em.state.get("copies", ()):      # summed over the work-items: count once
+            return self.leader(em, ("gang",))
         return self.leader(em) if self.shared(em, arr) else "1"
 
     def store(self, em, s):

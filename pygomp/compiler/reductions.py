@@ -76,3 +76,9 @@ def lower(fn: ir.Function) -> ir.Function:
                 node.fini += [mk("FINI", *c) for c in reversed(calls)]
                 node.teardown += [mk("TEARDOWN", *c) for c in reversed(calls)]
     return fn
+
+
+def array_copies(fn: ir.Function) -> set:
+    """The names of the array reductions' copies (one a participant) in ``fn``."""
+    return {c.local for n in ir.walk(fn.body) if isinstance(n, ir.ParLoop)
+            for c in n.init if isinstance(c.type, T.Array)}
