@@ -3,7 +3,9 @@
 A partitioned loop gives each participant a contiguous block of iterations on CPUs
 (``PYGOMP_DEVICE_CPU``) and a strided share elsewhere.  A loop whose body holds barriers
 or nested loops runs the same number of rounds in every work-item (an ``active`` flag
-guards the tail), so every barrier is reached by the whole group.
+guards the tail), so every barrier is reached by the whole group; a sequential ``for``
+or ``while`` around barriers in it runs as many rounds as the group's longest (a
+group-wide maximum of the trip counts, or of "still running" each round).
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
 all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
