@@ -55,7 +55,7 @@ def _exit_data(dev, items) -> None:
         o = _owner(e)
         if k in (kinds.FROM, kinds.FORCE_FROM):
             copies.setdefault(o, []).append((e, it))
-        _ref(o, -o.dynamic_refcount if k in _FINALIZE else -(o.dynamic_refcount > 0),
+        _ref((o,), -o.dynamic_refcount if k in _FINALIZE else -(o.dynamic_refcount > 0),
              dynamic=True)
         if o.refcount == 0:
             for m, c in copies.pop(o, ()):

@@ -230,7 +230,7 @@ def _count(region, e):
     e = _owner(e)
     if region.dynamic or e not in region.counted:   # Entry has no __eq__: identity
         region.counted.append(e)
-        _ref(e, 1, region.dynamic)
+        _ref((e,), 1, region.dynamic)
 
 
 def _create(region, it, t):
@@ -322,23 +322,26 @@ def _death(dev, e) -> None:
             later(dev.plugin.free, dev.local, e.shared.addr)
 
 
-def _ref(e, n, dynamic=False) -> None:
-    """Change the reference count (an infinite one stays), and with ``dynamic`` its
-    dynamic part (OpenACC's)."""
-    if e.refcount != INFINITY:
-        e.refcount += n
-    if dynamic:
-        e.dynamic_refcount += n
+def _ref(owners, n, dynamic=False) -> None:
+    """Change each owner's reference count (an infinite one stays), and with ``dynamic``
+    its dynamic part (OpenACC's)."""
+    for e in owners:
+        if e.refcount != INFINITY:
+            e.refcount += n
+        if dynamic:
+            e.dynamic_refcount += n
 
 
-def _down(e, zeroed, to_zero=False) -> None:
-    """One reference less (``to_zero``: all of them) on a live entry's owner; an owner
-    that reaches zero is added to ``zeroed`` (its construct copies back and removes it)."""
-    e = _owner(e)
-    if 0 < e.refcount != INFINITY:
-        _ref(e, -e.refcount if to_zero else -1)
-        if e.refcount == 0:
-            zeroed.append(e)
+def _down(entries, zeroed, to_zero=False) -> None:
+    """One reference less (``to_zero``: all of them) on each live entry's owner, in
+    turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
+    and removes it)."""
+    for e in entries:
+        e = _owner(e)
+        if 0 < e.refcount != INFINITY:
+            _ref((e,), -e.refcount if to_zero else -1)
+            if e.refcount == 0:
+                zeroed.append(e)
 
 
 # -- copies -------------------------------------------------------------------------
@@ -389,7 +392,7 @@ def _undo_now(region):
         _detach_pointer(dev, e, ptr)
     for e in region.counted:
         if e not in region.created:
-            _ref(e, -1, region.dynamic)
+            _ref((e,), -1, region.dynamic)
     for e in region.created:
         _death(dev, e)
     _free_temps(region)
@@ -414,8 +417,7 @@ def end(region, copy_back=True) -> None:
             if _owner(e).refcount:
                 _detach_pointer(dev, e, ptr)
         zeroed = []
-        for e in region.counted:
-            _down(e, zeroed)
+        _down(region.counted, zeroed)
         _release(dev, region.items, region.entries, copy_back, zeroed)
         _free_temps(region)
 
@@ -494,7 +496,7 @@ def exit_data(dev, items) -> None:
                    kinds.base(it.kind) in (kinds.DELETE, kinds.DELETE_ZERO_LEN_ARRAY_SECTION)}
         zeroed = []
         for e in dict.fromkeys(_owner(e) for e in entries if e is not None):   # once each
-            _down(e, zeroed, to_zero=id(e) in deleted)
+            _down((e,), zeroed, to_zero=id(e) in deleted)
         _release(dev, items, entries, True, zeroed)
 
 
@@ -854,8 +856,7 @@ class Call:
                 self._look_up()
             words, counted, entries = self.words, self.counted, self.entries
             address = self.address
-            for e in counted:
-                _ref(e, 1)
+            _ref(counted, 1)
         if words is None:
             return self._target(values)
         if values or self.result:
@@ -881,8 +882,7 @@ class Call:
             if counted:
                 with dev.lock:
                     zeroed = []                 # unmapped by others meanwhile
-                    for e in counted:
-                        _down(e, zeroed)
+                    _down(counted, zeroed)
                     if zeroed:
                         _release(dev, self.items, entries, ok, zeroed)
 
