@@ -17,13 +17,13 @@ The last lines are a short table (what bench/gpu_check.sh prints).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import pygomp
 import pygomp.kernels as omp
 from pygomp.runtime import devices, mapping
+from timing import duel
 
 
 @omp.target
@@ -60,19 +60,6 @@ def device_time(cupy, stream, f, repeat):
     end.record(stream)
     end.synchronize()
     return cupy.cuda.get_elapsed_time(start, end) / 1e3 / repeat
-
-
-def duel(fs: dict, repeat):
-    """Best wall time of each function, measured in alternation."""
-    out = {k: float("inf") for k in fs}
-    for f in fs.values():
-        f()
-    for _ in range(repeat):
-        for k, f in fs.items():
-            t = time.perf_counter()
-            f()
-            out[k] = min(out[k], time.perf_counter() - t)
-    return out
 
 
 def main():
