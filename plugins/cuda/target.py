@@ -158,13 +158,9 @@ class CudaDialect(Dialect):
         then the statements (none after a return)."""
         st, plan = em.state, em.state["plan"]
         k = st["k"]
-        own = {n for n, _ in fn.decls}
-        for name, t in plan.carried:             # the scalars the cuts added
-            if name not in own:
-                em.line(f"{self.type_name(t)} {name} = {self.const(0, t)};")
+        steps.load_carried(em, self, fn, plan, k,
+                           lambda name, area, t: _word(em, name, area, self.type_name(t)))
         if k:
-            for name, t in plan.carried:
-                em.line(f"{name} = {_word(em, name, plan.parity[k], self.type_name(t))};")
             self._finish_gang_reductions(em, plan, k)
         if plan.entries[k].combine is not None:
             self._sum_copies(em, plan.entries[k].combine)

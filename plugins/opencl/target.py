@@ -174,14 +174,8 @@ class OpenCLDialect(LoopLowering, Dialect):
         PoCL's work-groups get wrong before a barrier), the loops' flags cleared."""
         st, plan = em.state, em.state["plan"]
         k = st["k"]
-        area = plan.parity[k]
-        own = {n for n, _ in fn.decls}
-        for name, t in plan.carried:             # the scalars the cuts added
-            if name not in own:
-                em.line(f"{self.type_name(t)} {name} = {self.const(0, t)};")
-        if k:
-            for name, t in plan.carried:
-                em.line(f"{name} = {self._word(em, name, area, t)};")
+        steps.load_carried(em, self, fn, plan, k,
+                           lambda name, area, t: self._word(em, name, area, t))
         if k:
             self._finish_gang_reductions(em, plan)
         entry = plan.entries[k]

@@ -114,6 +114,19 @@ def _flow(ops, before, preds):
     return cur
 
 
+def load_carried(em, dialect, fn, plan, k, word) -> None:
+    """The start of entry ``k``: declare (as zero) the carried scalars that ``fn`` does
+    not declare itself, and after the first entry load each from its scratch word of
+    area ``parity[k]`` (``word(name, area, t)``: the dialect's expression for it)."""
+    own = {n for n, _ in fn.decls}
+    for name, t in plan.carried:             # the scalars the cuts added
+        if name not in own:
+            em.line(f"{dialect.type_name(t)} {name} = {dialect.const(0, t)};")
+    if k:
+        for name, t in plan.carried:
+            em.line(f"{name} = {word(name, plan.parity[k], t)};")
+
+
 def is_gang_loop(s) -> bool:
     return isinstance(s, ir.ParLoop) and "gang" in s.levels
 
