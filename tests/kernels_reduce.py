@@ -5,7 +5,20 @@ gang>worker nested; ops + * max min and or (``reduce_all``) and & | ^ (``reduce_
 Inputs: ``x`` of length g*c (contains 7, no 0), ``p`` of the same length with values
 1, 2 or -1 (for the product).
 """
+import numpy as np
+
 import pygomp.kernels as omp
+
+
+def inputs(g, c, dtype, rng):
+    """``x`` and ``p`` for g*c elements as the docstring above says, drawn from ``rng``."""
+    x = rng.integers(-40, 100, g * c).astype(dtype)
+    x[x == 0] = 3
+    x[100] = 7
+    p = np.ones(g * c, dtype)
+    p[rng.choice(g * c, 12, replace=False)] = 2
+    p[rng.choice(g * c, 3, replace=False)] = -1
+    return x, p
 
 
 @omp.target(map={"x": "to", "p": "to", "out": "from"})

@@ -236,12 +236,7 @@ G, C = 6, 40
 
 def reduce_inputs(dtype):
     rng = np.random.default_rng(4)
-    x = rng.integers(-40, 100, G * C).astype(dtype)
-    x[x == 0] = 3
-    x[100] = 7
-    p = np.ones(G * C, dtype)
-    p[rng.choice(G * C, 12, replace=False)] = 2
-    p[rng.choice(G * C, 3, replace=False)] = -1
+    x, p = kernels_reduce.inputs(G, C, dtype, rng)
     bits = (rng.integers(0, 1 << 20, G * C) | 0x50000).astype(dtype)
     return x, p, bits
 

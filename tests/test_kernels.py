@@ -320,13 +320,7 @@ def test_max_and_logical_and(device):
 
 @pytest.mark.parametrize("dtype", RED_TYPES, ids=lambda t: np.dtype(t).name)
 def test_reductions_every_op_and_level(device, dtype):
-    rng = np.random.default_rng(4)
-    x = rng.integers(-40, 100, G * C).astype(dtype)
-    x[x == 0] = 3
-    x[100] = 7
-    p = np.ones(G * C, dtype)
-    p[rng.choice(G * C, 12, replace=False)] = 2
-    p[rng.choice(G * C, 3, replace=False)] = -1
+    x, p = kernels_reduce.inputs(G, C, dtype, np.random.default_rng(4))
     out = np.zeros((6, 6), dtype)
     kernels_reduce.reduce_all.on(device)(x, p, G, C, out)
     ref = [x.sum(dtype=dtype), p.prod(dtype=dtype), x.max(), x.min(), 0, 1]
