@@ -33,6 +33,7 @@ from __future__ import annotations
 import inspect
 import struct
 import threading
+import weakref
 
 import numpy as np
 
@@ -301,9 +302,10 @@ class Spec:
 
 
 class _Repeat:
-    """A call that may repeat on one device: its arrays (the same objects, of the same
-    shapes), its scalars' positions and Python types, the prepared `mapping.Call`, and
-    how its result's bytes read."""
+    """A call that may repeat on one device: its arrays (weak references, so that the
+    user may let go of them, and their shapes), its scalars' positions and Python types,
+    the prepared `mapping.Call` (its items own nothing), and how its result's bytes
+    read."""
     __slots__ = ("n", "arrays", "scalars", "call", "result")
 
     def __init__(self, spec, dev, args, items, launch):
@@ -315,12 +317,13 @@ class _Repeat:
         i = 0
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
             if is_array:
-                self.arrays.append((pos, a, a.shape))
+                self.arrays.append((pos, _weak(a), a.shape))
                 i += 1 + a.ndim
             else:
                 self.scalars.append((pos, how, type(a)))
                 slots.append(i)
                 i += 1
+        items = [it if it.obj is None else it._replace(obj=None) for it in items]
         self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch,
                                  self.result.size if self.result else 0)
 
@@ -333,9 +336,9 @@ class _Repeat:
         """The scalar words of a call with the same arrays and scalar types, else None."""
         if len(args) != self.n:
             return None
-        for pos, a, shape in self.arrays:
+        for pos, ref, shape in self.arrays:
             b = args[pos]
-            if b is not a or b.shape != shape or not b.flags.writeable:
+            if b is not ref() or b.shape != shape or not b.flags.writeable:
                 return None             # a read-only array takes the checked path
         out = []
         for pos, word, typ in self.scalars:
@@ -344,6 +347,18 @@ class _Repeat:
                 return None
             out.append(word(b))
         return out
+
+
+def _weak(a):
+    """A weak reference to an array argument (a dead one for what takes none)."""
+    try:
+        return weakref.ref(a)
+    except TypeError:
+        return _dead
+
+
+def _dead():
+    return None
 
 
 def _tag(argtypes):
@@ -506,7 +521,8 @@ class Kernel:
                     return r.run(values)
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
-        if all(isinstance(a, np.ndarray) and a.flags.writeable for _, a, _ in r.arrays):
+        if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
+               for pos, _, _ in r.arrays):
             s.repeats[dev] = r
         return r.run([items[i].addr for i in r.call.slots])
 

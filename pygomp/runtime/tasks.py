@@ -17,7 +17,9 @@ A task runs in one of two ways:
 
 A task whose predecessor failed does not run: its `wait()` raises the predecessor's
 error.  `taskwait` waits for every task and raises the first failure, noting how many
-tasks failed; failures never waited for are reported at exit.
+tasks failed; failures never waited for are reported at exit.  A task that has ended
+keeps nothing of its construct (regions, arrays), and one that ended well leaves the
+dependence tables.
 """
 from __future__ import annotations
 
@@ -51,6 +53,9 @@ class Task:
         with self._lock:
             if self._outcome is None:
                 self._outcome = self._end()
+                self._event = self._finish = None   # they hold the construct's arrays
+                if self._outcome[0]:
+                    _forget(self)
         ok, value = self._outcome
         if not ok:
             raise value
@@ -118,6 +123,18 @@ def _order(task, depend):
     return before
 
 
+def _forget(task):
+    """Drop a task that ended well from the dependence tables (one that failed stays,
+    so that its dependents fail with its error)."""
+    with _lock:
+        for k in [k for k, t in _writer.items() if t is task]:
+            del _writer[k]
+        for k, ts in list(_readers.items()):
+            ts[:] = [t for t in ts if t is not task]
+            if not ts:
+                del _readers[k]
+
+
 def submit(fn, *args, depend=None) -> Task:
     """Run ``fn(*args)`` on a worker thread after its predecessors."""
     task = Task()
@@ -134,7 +151,9 @@ def _thread(task, before, fn, args):
     def body():
         for t in before:
             t.wait()            # a failed predecessor: this task fails with its error
-        return fn(*args)
+        out = fn(*args)
+        _forget(task)
+        return out
 
     task._future = _pool.submit(body)
 
@@ -158,7 +177,8 @@ def submit_queued(device, start, run, depend=None) -> Task:
                 task._outcome = (False, t.failed())
                 return task
         try:
-            task._event, task._finish, task.light = start([t._event for t in waiting])
+            events = [e for e in [t._event for t in waiting] if e is not None]
+            task._event, task._finish, task.light = start(events)
         except BaseException as e:
             task._outcome = (False, e)
     return task
