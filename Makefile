@@ -6,7 +6,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench info conformance
 
+# OpenCL on the CPU: the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14
+# does not know, so where apt-get can, the setup also installs Debian's PoCL (LLVM 15,
+# kernel libraries for each CPU family). Each device proves it works before it is
+# numbered; `python -m pygomp info` lists any that does not, with the reason.
 $(STAMP): pyproject.toml
+	@if [ ! -e /etc/OpenCL/vendors/pocl.icd ] && command -v apt-get >/dev/null \
+	    && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's PoCL (pocl-opencl-icd)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends pocl-opencl-icd >/dev/null \
+	  || echo "Debian's PoCL could not be installed: OpenCL on the CPU is the wheel's"; \
+	fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[opencl,test,mpi,cuda]"

@@ -22,6 +22,10 @@ def info(args) -> int:
             print(f"  {name}: target {p.target}, API v{p.api_version}, {caps}")
             if not p.num_devices() and p.unavailable:
                 print(f"       no devices here: {p.unavailable}")
+            for i, d in enumerate(p.devices()):
+                if p.number(i) is None:
+                    print(f"       {name}:{i} {d.kind}: {d.name} [{d.platform}] is no offload "
+                          f"device: {_left_out(p, d)}")
     print("devices:")
     for dev in devs:
         i = dev.info
@@ -43,6 +47,15 @@ def info(args) -> int:
         for line in upc_lines:
             print(f"  {line}")
     return 0
+
+
+def _left_out(plugin, d) -> str:
+    if d.problem:
+        return d.problem
+    if d.same_as is not None:
+        return (f"the same {d.kind} as {plugin.name}:{d.same_as} "
+                f"({plugin.devices()[d.same_as].name})")
+    return "PYGOMP_DEVICES leaves it out"
 
 
 def demo(args) -> int:

@@ -10,7 +10,10 @@ FILE (one specialization each: parameter types from annotations such as ``x:
   default device and finds arrays present that the program mapped itself;
 - its host code (the host dialect's C), which runs where no image does (under libgomp
   alone too);
-- an image for every device of each target found now, compiled through the cache;
+- an image for each device identity of each target, compiled now through the cache, for
+  the devices PYGOMP_DEVICES numbers (unset: every device of every plugin); a device that
+  cannot have one (it does not work, or its compiler refuses the kernel) gets none, and
+  one line on stderr names it and the reason;
 - its descriptor table, registered by a constructor through GOMP_offload_register_ver
   and unregistered by a destructor.
 
@@ -27,7 +30,8 @@ import sys
 
 from .compiler import types as T
 from .errors import CompileError
-from .runtime import devices, kinds
+from .runtime import devices, env, kinds
+from .runtime.plugin import PluginError
 
 TARGET_TYPE = 0x7067            # pygomp's offload target type (GCC's are 0..8)
 VERSION = 1 << 16               # GOMP_VERSION_PACK(1, 0): any libgomp accepts it
@@ -138,30 +142,49 @@ def _word(name, t: T.Scalar) -> str:
     return f"(void *)(uintptr_t)(int64_t){name}"
 
 
-def _images(spec, targets):
-    """An image of ``spec`` for every device identity of every target (compiled now)."""
-    out = []
-    found = {p.target for p in devices.plugins().values()
-             if not isinstance(p, Exception) and p.num_devices()}
-    for t in sorted(set(targets) - found):
-        print(f"pygomp build: no {t} device here: {spec.kernel.__name__} gets no {t} image",
-              file=sys.stderr)
-    for plugin in devices.plugins().values():
-        if isinstance(plugin, Exception) or plugin.target not in targets:
+def _images(spec, targets, said):
+    """An image of ``spec`` for each device identity of every target, compiled now for
+    the devices PYGOMP_DEVICES numbers (every device of every plugin when it is unset).
+    A device that cannot have one gets none, and a line on stderr says why (once for the
+    whole build, ``said``, when it is not the kernel's fault)."""
+    def say(line):
+        if line not in said:
+            said.add(line)
+            print(f"pygomp build: {line}", file=sys.stderr)
+    chosen = [(p, i) for p, i in _devices() if p.target in targets]
+    for t in sorted(set(targets) - {p.target for p, _ in chosen}):
+        say(f"no {t} device here: no {t} images")
+    out, units, seen = [], {}, set()
+    for plugin, dev in chosen:
+        info = plugin.devices()[dev]
+        if info.problem:
+            say(f"no images for {plugin.name}:{dev} ({info.name}): it does not work: "
+                f"{info.problem}")
             continue
-        unit = spec.unit(plugin.target_hooks())
-        seen = set()
-        for dev in range(plugin.num_devices()):
-            ident = plugin.identity(dev)
-            if ident in seen:
-                continue
-            seen.add(ident)
-            try:
-                out.append(plugin.compile(dev, unit))
-            except CompileError as e:         # e.g. fp64 on a device without it
-                print(f"pygomp build: no image for {plugin.name} device {dev}: {e}",
-                      file=sys.stderr)
+        ident = plugin.identity(dev)
+        if (plugin.target, ident) in seen:
+            continue
+        seen.add((plugin.target, ident))
+        try:
+            if plugin.target not in units:
+                units[plugin.target] = spec.unit(plugin.target_hooks())
+            out.append(plugin.compile(dev, units[plugin.target]))
+        except (CompileError, PluginError) as e:     # e.g. fp64 on a device without it
+            reason = (getattr(e, "log", "") or str(e)).strip().splitlines()[0]
+            say(f"no image of {spec.kernel.__name__} for {plugin.name}:{dev} ({info.name}): "
+                f"{reason}")
     return out
+
+
+def _devices():
+    """(plugin, its device number) of every device images are built for."""
+    if env.settings().devices is not None:
+        return [(d.plugin, d.local) for d in devices.all_devices() if not d.is_initial]
+    found = []
+    for plugin in devices.plugins().values():
+        if not isinstance(plugin, Exception):       # a plugin that cannot be loaded
+            found += [(plugin, i) for i in range(plugin.num_devices())]
+    return found
 
 
 def _c_bytes(name, data: bytes) -> str:
@@ -217,14 +240,14 @@ def build(path, targets, signatures=None) -> str:
     if not kernels:
         raise SystemExit(f"no @target kernels in {path}")
     host = dialect_for("host")
-    entries, hosts, tables = [], [], []
+    entries, hosts, tables, said = [], [], [], set()
     for k in kernels:
         spec = k.specialize(*_types(k, (signatures or {}).get(k.__name__)))
         e = EntryPoint(k, spec)
         unit = spec.unit(host)
         hosts.append(unit.source)
         entries.append((e, unit.entry))
-        tables.append(_table(e, _images(spec, targets)))
+        tables.append(_table(e, _images(spec, targets, said)))
     body = [f"/* Generated by `python -m pygomp build` from {path}: do not edit. */",
             PRELUDE, "/* -- host code " + "-" * 60 + " */", _dedupe(hosts)]
     for (e, symbol), table in zip(entries, tables):

@@ -33,12 +33,10 @@ TIMEOUT = 180
 
 
 def _opencl_devices() -> int:
+    """OpenCL devices that work (tests/test_probe.py fails where none does)."""
     from pygomp.runtime import devices
     p = devices.plugins().get("opencl")
-    try:
-        return 0 if p is None or isinstance(p, Exception) else p.num_devices()
-    except Exception:               # noqa: BLE001  (no platform: no device)
-        return 0
+    return 0 if p is None or isinstance(p, Exception) else len(p.choose("", named=False))
 
 
 def _env(**extra):
@@ -69,9 +67,11 @@ def built(tmp_path_factory):
     jobs = {src: (src,) for src in PROGRAMS}
     jobs["maps-linked"] = ("maps.c", f"-L{libdir}", "-lpygomp", f"-Wl,-rpath,{libdir}")
     jobs["libinterop.so"] = ("interop.c", "-shared", "-fPIC")
-    tables = out / "kernels_offload.c"         # Python kernels, called from C
+    tables = out / "kernels_offload.c"         # Python kernels, called from C, images for
+    build_env = _env()                         # every device: one that fails has none
+    del build_env["PYGOMP_DEVICES"]
     done = subprocess.run([sys.executable, "-m", "pygomp", "build", str(EXAMPLE / "kernels.py"),
-                           "-o", str(tables)], capture_output=True, text=True, env=_env())
+                           "-o", str(tables)], capture_output=True, text=True, env=build_env)
     assert done.returncode == 0, done.stderr
     jobs["saxpy"] = (str(EXAMPLE / "saxpy.c"), str(tables), "-lm")
     jobs["libkernels.so"] = (str(tables), "-shared", "-fPIC")

@@ -12,7 +12,21 @@ stats = cache.target_stats("opencl")    # builds and cache hits, for tests and `
 
 
 class OpenCLBuildError(PluginError):
-    """The OpenCL compiler refused a program; the message holds its build log."""
+    """The OpenCL compiler refused a program; the message holds its build log (``log``)."""
+
+    def __init__(self, message, log=""):
+        super().__init__(message)
+        self.log = log
+
+
+PROBE = """\
+__kernel void pygomp_probe(__global int *out)
+{
+    int i = get_global_id(0);
+    out[i] = 3 * i + 1;
+}
+"""
+PROBE_RESULT = [1, 4, 7, 10]
 
 
 def device_key(dev) -> str:
@@ -39,9 +53,49 @@ def build_source(cl, ctx, dev, source, options, name):
             warnings.simplefilter("ignore")
             return prg.build(options=options, devices=[dev])
     except cl.Error as e:
-        raise OpenCLBuildError(
-            f"OpenCL build of {name} failed on {dev.name!r} "
-            f"({dev.platform.name}):\n{_log(str(e))}") from None
+        log = _log(str(e))
+        raise OpenCLBuildError(f"OpenCL build of {name} failed on {dev.name!r} "
+                               f"({dev.platform.name}):\n{log}", log) from None
+
+
+def probe(cl, dev, options) -> str:
+    """Why ``dev`` cannot build and run a tiny kernel with these build options ("" when
+    it can), cached on disk by the device's identity (its driver version included) and
+    the options, so a warm start builds nothing."""
+    try:
+        check_linker(cl, dev, repr(dev.name))
+    except PluginError as e:            # not cached: installing ld mends it
+        return str(e)
+    k = cache.key("opencl probe", device_key(dev), options)
+    why = cache.get(k, ".probe")
+    if why is not None:
+        return why.decode()
+    why = _probe(cl, dev, options)
+    try:
+        cache.put(k, why.encode(), ".probe")
+    except OSError:
+        pass
+    return why
+
+
+def _probe(cl, dev, options) -> str:
+    import numpy as np
+    out = np.zeros(len(PROBE_RESULT), np.int32)
+    try:
+        ctx = cl.Context([dev])
+        queue = cl.CommandQueue(ctx, dev)
+        prg = build_source(cl, ctx, dev, PROBE, options, "the probe kernel")
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        prg.pygomp_probe(queue, out.shape, None, buf)
+        cl.enqueue_copy(queue, out, buf, is_blocking=True)
+    except OpenCLBuildError as e:
+        lines = e.log.strip().splitlines() or ["(no build log)"]
+        return f"the probe kernel does not build: {lines[0].strip()}"
+    except Exception as e:              # noqa: BLE001  (whatever the driver raises)
+        return f"the probe kernel fails: {type(e).__name__}: {e}"
+    if out.tolist() != PROBE_RESULT:
+        return f"the probe kernel computes {out.tolist()}, not {PROBE_RESULT}"
+    return ""
 
 
 def _log(msg: str) -> str:

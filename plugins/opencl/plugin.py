@@ -11,7 +11,12 @@ devices get ``-D PYGOMP_DEVICE_CPU=1``; when every kernel of a unit works with a
 work-group size (`KernelInfo.any_group_size`), CPU devices run them with one work-item a
 group and ``-D PYGOMP_SINGLE_ITEM_GROUPS=1`` (unless PYGOMP_OPENCL_CPU_WORKGROUPS=1); a
 device with the generic address space builds with its ``-cl-std`` and
-``-D PYGOMP_GENERIC_ADDRESS_SPACE=1``.
+``-D PYGOMP_GENERIC_ADDRESS_SPACE=1``; PYGOMP_OPENCL_BUILD_OPTIONS comes last.
+
+Discovery: every device builds and runs a probe kernel (`build.probe`, cached on disk);
+one that fails keeps the reason in ``DeviceInfo.problem`` and comes after those that
+work.  Every CPU device is the host's CPU: the first that works stands for it, the
+others are ``same_as`` it (the wheel's PoCL and the system's, say).
 
 Kernel parameters, for every entry of a kernel (see `KernelInfo`):
 
@@ -35,6 +40,7 @@ from its scratch); the in-order queue runs each to its end before the next.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import os
 import threading
@@ -143,11 +149,20 @@ class OpenCLPlugin(Plugin):
                 devs = p.get_devices()
             except Exception:
                 continue
-            found += [(d, _describe(d)) for d in devs]
+            for d in devs:
+                info = _describe(d)
+                why = _build.probe(cl, d, _options(info, ()))
+                found.append((d, dataclasses.replace(info, problem=why)))
         order = {"gpu": 0, "accelerator": 1, "cpu": 2}
-        found.sort(key=lambda f: order.get(f[1].kind, 3))
+        found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
         self._cldevs = [d for d, _ in found]
-        return [info for _, info in found]
+        infos = [info for _, info in found]
+        # Every CPU device is the host's CPU: the first that works stands for it
+        cpus = [i for i, info in enumerate(infos) if info.kind == "cpu"]
+        for i in cpus[1:]:
+            if not infos[cpus[0]].problem:
+                infos[i] = dataclasses.replace(infos[i], same_as=cpus[0])
+        return infos
 
     @property
     def capabilities(self):
@@ -211,15 +226,7 @@ class OpenCLPlugin(Plugin):
 
     def build_options(self, dev, unit) -> str:
         """What this device needs to build the unit's (or an image's) kernels."""
-        info = self.devices()[dev]
-        opts = []
-        if info.kind == "cpu":
-            opts.append("-D PYGOMP_DEVICE_CPU=1")
-            if _single_items() and all(k.any_group_size for k in unit.kernels):
-                opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
-        if "generic_address_space" in self.device_capabilities(dev):
-            opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
-        return " ".join(opts)
+        return _options(self.devices()[dev], unit.kernels)
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
@@ -453,6 +460,19 @@ def _digest(code: bytes) -> str:
     return hashlib.sha256(code).hexdigest()
 
 
+def _options(info, kernels) -> str:
+    """The build options of kernels on a device, then PYGOMP_OPENCL_BUILD_OPTIONS."""
+    opts = []
+    if info.kind == "cpu":
+        opts.append("-D PYGOMP_DEVICE_CPU=1")
+        if _single_items() and all(k.any_group_size for k in kernels):
+            opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
+    if "generic_address_space" in info.properties["capabilities"].split():
+        opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
+    opts += os.environ.get("PYGOMP_OPENCL_BUILD_OPTIONS", "").split()
+    return " ".join(opts)
+
+
 def _single_items() -> bool:
     return os.environ.get("PYGOMP_OPENCL_CPU_WORKGROUPS", "0") in ("", "0")
 
@@ -493,8 +513,9 @@ def _describe(d) -> DeviceInfo:
         "default_workers": 4,
         "default_gangs": cus * (8 if kind == "gpu" else 64),   # CPUs: many small groups balance
     }
-    return DeviceInfo(name=d.name, kind=kind, platform=f"{d.platform.name} ({d.platform.vendor})",
-                      memory=d.global_mem_size, properties=props)
+    platform = f"{d.platform.name} {d.driver_version} ({d.platform.vendor})"
+    return DeviceInfo(name=d.name, kind=kind, platform=platform, memory=d.global_mem_size,
+                      properties=props)
 
 
 def _program(d, scratch, steps, ops, last):

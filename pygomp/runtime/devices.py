@@ -3,7 +3,9 @@
 Offload devices are numbered 0..n-1 in the order of PYGOMP_DEVICES (unset: every device
 of every installed plugin, GPUs first, the host plugin's device last; ``none``: no
 offload device); the initial device, number n, is the host itself: shared memory, no
-mapping.
+mapping.  Only devices that work are numbered, one for each piece of hardware
+(`Plugin.choose`); a broken device that PYGOMP_DEVICES names is numbered, and its first
+use is an OffloadError that says why it does not work.
 """
 from __future__ import annotations
 
@@ -71,6 +73,10 @@ class Device:
             if self.state == "finalized":
                 raise OffloadError(f"device {self.number} is finalized")
             if self.state == "uninitialized":
+                if self.info.problem:       # PYGOMP_DEVICES named a broken device
+                    raise OffloadError(f"device {self.number} ({self.plugin.name} "
+                                       f"{self.local}: {self.info.name}) does not work: "
+                                       f"{self.info.problem}")
                 if not self.is_initial:
                     self.plugin.init_device(self.local)
                 for table in images.tables():
@@ -215,7 +221,7 @@ def _discover(s: env.Settings):
             if isinstance(p, Exception):
                 continue
             try:
-                chosen += [(p, i) for i in range(p.num_devices())]
+                chosen += [(p, i) for i in p.choose("", named=False)]
             except Exception as e:
                 env.info(env.INFO_TABLE, f"plugin {name} finds no devices: {e}")
         chosen.sort(key=lambda d: (d[0].name == "host", d[0].devices()[d[1]].kind != "gpu"))
@@ -228,7 +234,7 @@ def _discover(s: env.Settings):
         for spec in specs:
             name, _, selector = spec.partition(":")
             p = _plugin(name)
-            picked = p.select(selector)
+            picked = p.choose(selector)
             if not picked:
                 listing = "; ".join(f"{i}: {d.name} ({d.platform})"
                                     for i, d in enumerate(p.devices())) or \

@@ -55,6 +55,8 @@ class DeviceInfo:
     platform: str = ""
     memory: int = 0              # bytes of device memory, 0 if unknown
     properties: dict = field(default_factory=dict, hash=False, compare=False)
+    problem: str = ""            # why the device does not work ("": its probe passed)
+    same_as: int | None = None   # the plugin's number of a device that is this hardware too
 
     def matches(self, word: str) -> bool:
         word = word.lower()
@@ -221,6 +223,16 @@ class Plugin:
             else:
                 found = [i for i in found if self.devices()[i].matches(word)]
         return found
+
+    def choose(self, selector: str, named: bool = True) -> list[int]:
+        """The devices a selector gives offload numbers: those it matches that work,
+        less any that is the same hardware as one kept.  A selector that ``named``
+        devices (PYGOMP_DEVICES) and matches only broken ones keeps them, so that their
+        first use says why they do not work."""
+        found = self.select(selector)
+        infos = self.devices()
+        kept = [i for i in found if not infos[i].problem and infos[i].same_as not in found]
+        return kept or (found if named else [])
 
     def number(self, dev: int) -> int | None:
         """The device number the runtime gave the plugin's device ``dev`` (None: none)."""
