@@ -30,7 +30,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from .constructs import array_item
+from .constructs import array_item, one_clause
 from .runtime import accmap, devices, env, kinds, mapping, tasks
 from .runtime.mapping import Item, MappingError
 
@@ -586,15 +586,17 @@ _CLAUSES = {"copy": kinds.TOFROM, "copyin": kinds.TO, "copyout": kinds.FROM,
 def data(**clauses):
     """``with acc.data(copy=[...], copyin=[...], copyout=[...], create=[...],
     present=[...], no_create=[...]):`` an OpenACC data region on the current device:
-    structured references for the block, copies back at its end."""
+    structured references for the block, copies back at its end.  An array in two
+    clauses is a ValueError."""
     unknown = set(clauses) - set(_CLAUSES)
     if unknown:
         raise TypeError(f"acc.data: unknown clause(s) {sorted(unknown)}; the clauses are "
                         f"{', '.join(_CLAUSES)}")
-    items = []
+    named = []
     for name, arrays in clauses.items():
         for a in (arrays,) if not isinstance(arrays, (list, tuple)) else arrays:
-            items.append(array_item(a, _CLAUSES[name]))
+            named.append((name, array_item(a, _CLAUSES[name])))
+    items = one_clause("acc.data", named)
     dev = current()
     region = mapping.begin(dev, items, acc=True)
     try:

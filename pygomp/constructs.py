@@ -1,7 +1,8 @@
 """The data constructs in Python: target data, enter/exit data, update.
 
 Items are contiguous arrays (`as_array`) or views of them, optionally wrapped in
-`always(...)` and `present(...)`; ``device=None`` is the default device.
+`always(...)` and `present(...)`; ``device=None`` is the default device.  An array (or
+memory it shares) in two clauses of one construct is a ValueError, as GCC refuses it.
 """
 from __future__ import annotations
 
@@ -80,36 +81,69 @@ def array_item(a, kind, flags=0) -> mapping.Item:
     return mapping.Item(a.__array_interface__["data"][0], a.nbytes, kind | flags, a)
 
 
-def _items(spec):
-    for kind, arrays in spec:
+def one_clause(construct, named):
+    """The items of ``named``, ``[(clause, item)]``, once it is checked that no memory is
+    in two clauses of the construct (GCC refuses an array in two map clauses)."""
+    reach = {}              # clause -> the item of it that ends furthest so far
+    for clause, it in sorted((p for p in named if p[1].size), key=lambda p: p[1].addr):
+        for other, far in reach.items():
+            if other != clause and it.addr < far.addr + far.size:
+                raise ValueError(_twice(construct, other, far, clause, it))
+        far = reach.get(clause)
+        if far is None or it.addr + it.size > far.addr + far.size:
+            reach[clause] = it
+    return [it for _, it in named]
+
+
+def _twice(construct, k1, a, k2, b):
+    def what(it):
+        o = it.obj
+        return (f"an array ({o.dtype}, shape {o.shape}) at "
+                f"[{it.addr:#x}..{it.addr + it.size:#x})")
+    hint = {frozenset(("to", "from")): " (map it tofrom)",
+            frozenset(("copyin", "copyout")): " (use copy)"}.get(frozenset((k1, k2)), "")
+    if (a.addr, a.size) == (b.addr, b.size):
+        return (f"pygomp: {construct}: {what(a)} is in two clauses, {k1} and {k2}; "
+                f"an array takes one map kind on a construct{hint}")
+    return (f"pygomp: {construct}: {what(a)} is in {k1} and {what(b)}, which shares its "
+            f"memory, in {k2}; an array takes one map kind on a construct{hint}")
+
+
+def _items(construct, spec):
+    named = []
+    for clause, kind, arrays in spec:
         if isinstance(arrays, _Modified) or as_array(arrays) is not None:
             arrays = (arrays,)
-        for a in arrays:
-            yield array_item(a, kind)
+        named += [(clause, array_item(a, kind)) for a in arrays]
+    return one_clause(construct, named)
 
 
 def target_enter_data(device=None, to=(), alloc=()):
     dev = devices.resolve(device)
-    mapping.enter_data(dev, list(_items(((kinds.TO, to), (kinds.ALLOC, alloc)))))
+    mapping.enter_data(dev, _items("target_enter_data", (("to", kinds.TO, to),
+                                                         ("alloc", kinds.ALLOC, alloc))))
 
 
 def target_exit_data(device=None, from_=(), release=(), delete=()):
     dev = devices.resolve(device)
-    mapping.exit_data(dev, list(_items(((kinds.FROM, from_), (kinds.RELEASE, release),
-                                        (kinds.DELETE, delete)))))
+    mapping.exit_data(dev, _items("target_exit_data", (("from", kinds.FROM, from_),
+                                                       ("release", kinds.RELEASE, release),
+                                                       ("delete", kinds.DELETE, delete))))
 
 
 def target_update(device=None, to=(), from_=()):
     dev = devices.resolve(device)
-    mapping.update(dev, list(_items(((kinds.TO, to), (kinds.FROM, from_)))))
+    mapping.update(dev, _items("target_update", (("to", kinds.TO, to),
+                                                 ("from", kinds.FROM, from_))))
 
 
 @contextmanager
 def target_data(device=None, to=(), from_=(), tofrom=(), alloc=()):
     """``with target_data(...):`` maps for the block, unmaps (copying back) at its end."""
     dev = devices.resolve(device)
-    region = mapping.begin(dev, list(_items(((kinds.TO, to), (kinds.FROM, from_),
-                                             (kinds.TOFROM, tofrom), (kinds.ALLOC, alloc)))))
+    region = mapping.begin(dev, _items("target_data", (
+        ("to", kinds.TO, to), ("from", kinds.FROM, from_), ("tofrom", kinds.TOFROM, tofrom),
+        ("alloc", kinds.ALLOC, alloc))))
     try:
         yield dev
     finally:
