@@ -1,7 +1,8 @@
 """`python -m pygomp demo`: every example on every device, checked against numpy.
 
-An example is a module in examples/ with ``NAME``, ``SIZE`` and ``run(device, size)``
-returning ``(result, reference)``; the demo times the run and compares with numpy.
+An example is a module of examples/ (installed as the package `pygomp_examples`) with
+``NAME``, ``SIZE`` and ``run(device, size)`` returning ``(result, reference)``; the demo
+times the run and compares with numpy.
 """
 from __future__ import annotations
 
@@ -15,18 +16,25 @@ from . import api, constructs
 from .runtime import devices
 
 
-def _examples():
-    for root in (Path.cwd() / "examples", Path(__file__).resolve().parent.parent / "examples"):
-        if root.is_dir():
-            mods = []
-            for path in sorted(root.glob("*.py")):
-                spec = importlib.util.spec_from_file_location(f"examples.{path.stem}", path)
-                mod = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(mod)
-                if hasattr(mod, "run"):
-                    mods.append(mod)
-            return mods
-    return []
+def _examples_dir():
+    """Where the examples are: the installed package `pygomp_examples`, else the
+    examples/ folder of the source tree this pygomp runs from (None if neither)."""
+    spec = importlib.util.find_spec("pygomp_examples")
+    if spec and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    root = Path(__file__).resolve().parent.parent / "examples"
+    return root if (root / "saxpy.py").is_file() else None
+
+
+def _examples(root):
+    mods = []
+    for path in sorted(root.glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"pygomp_examples.{path.stem}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if hasattr(mod, "run"):
+            mods.append(mod)
+    return mods
 
 
 def _round_trip(dev_number, n):
@@ -57,11 +65,17 @@ def _row(dev, name, size, fn):
 
 
 def main(size=0) -> int:
+    root = _examples_dir()
+    examples = _examples(root) if root else []
+    if examples:
+        print(f"examples: {root} (python {root / 'NAME.py'} runs one)")
+    else:
+        print("examples: none found, so only the round trip runs; they are the examples/ "
+              "folder of pygomp's source, installed as the package pygomp_examples")
     print("time: an example's second run, its data set-up, transfers and numpy reference "
           "included (bench/ measures kernels alone)")
     print(f"{'device':<14} {'kernel':<12} {'size':>10} {'time':>13}  check")
     ok = True
-    examples = _examples()
     for dev in devices.all_devices():
         n = size or 1 << 20
         ok &= _row(dev, "round trip", n, lambda: _round_trip(dev.number, n))
