@@ -16,6 +16,9 @@ An entry lists every name and dotted name the function reads but never assigns, 
 a fingerprint of its value then, and is used only when they all still match; a helper's
 fingerprint is its own file, line and names, checked the same way.  A value without a
 stable fingerprint (an arbitrary object) leaves the kernel out of the cache.
+
+An entry is a pickle, so it is unpickled only as the bytes `cache.get` gives: an entry
+this user wrote (its HMAC checked) or one of a directory the configuration trusts.
 """
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ def load(fn, name, argtypes, plugin):
     if not blob:
         return None
     try:
-        manifest, unit, params = pickle.loads(blob)
+        manifest, unit, params = pickle.loads(blob)     # authenticated by cache.get
         unit = Unit(*unit)
     except Exception:               # an entry of another layout: rebuilt, not trusted
         return None

@@ -1,25 +1,51 @@
-"""The on-disk cache of compiled images, safe for several processes at once.
+"""The on-disk cache of compiled images, safe for several processes at once and against
+other users of the machine.
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
 file an entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
 the source, the device and compiler identities; `key` adds the pygomp version).  An
-entry is written to a temporary file and renamed into place (atomic), and carries a
-checksum trailer: a truncated or corrupt entry is rebuilt, not trusted.  A cache that
-cannot be written is still read (`directories`).
+entry is written to a temporary file and renamed into place (atomic).
+
+An entry holds code that this process runs, so the cache reads only what this user
+wrote, or what the configuration says to trust:
+
+- A directory is used only when group and others cannot write it, and this user owns
+  it or it is trusted by configuration: listed in ``PYGOMP_CACHE_READONLY_DIRS``, or
+  the ``PYGOMP_CACHE_DIR`` set and not writable (a site-wide cache).  This is checked
+  before each use; the directories the cache makes are 0700.
+- An entry in a directory of this user's carries an HMAC of its name and bytes under
+  that directory's key (``.key``, random, 0600); one in a trusted directory of another
+  user carries a SHA-256 checksum, which is checked.
+- A file written from an entry (`materialize`: a shared object to dlopen) is compared
+  with the entry's bytes before its path is given out.
+
+What fails a check is refused with a one-line RuntimeWarning (the path and the
+reason), and rebuilt.  When the cache directory cannot be written, or is refused, new
+entries go to ``<tempdir>/pygomp-cache-<uid>``, made 0700 or checked to be this user's;
+if that one is refused too, to a fresh private directory removed at exit.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import hashlib
+import hmac
 import os
+import shutil
+import stat
 import tempfile
 import warnings
 
 from . import env
 
-MAGIC = b"PYGOMP-CACHE-1:"
+FORMAT = "2"                    # part of every key: entries of older layouts never match
+MAGIC = b"PYGOMP-CACHE-2:"
+_TRAILER = len(MAGIC) + 128     # MAGIC, then the SHA-256 and the HMAC, in hex
+_UID = os.geteuid() if hasattr(os, "geteuid") else None     # None: no POSIX modes
 stats = {"hits": 0, "builds": 0}
 _by_target = {}
+_dirs = {}                      # configuration -> ([(dir, trusted)], write dir)
 
 
 def target_stats(target: str) -> dict:
@@ -27,34 +53,102 @@ def target_stats(target: str) -> dict:
     return _by_target.setdefault(target, {"builds": 0, "cache_hits": 0})
 
 
+def _warn(path, why):
+    warnings.warn(f"pygomp: the kernel cache refuses {path}: {why}", RuntimeWarning,
+                  stacklevel=3)
+
+
+def _unsafe(path, trusted=False, follow=True):
+    """Why the directory ``path`` must not be used, or None."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError as e:
+        return f"it cannot be read ({e.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if _UID is None:
+        return None
+    if st.st_mode & 0o022:
+        return f"group or others can write it (mode {stat.S_IMODE(st.st_mode):04o})"
+    if st.st_uid != _UID and not trusted:
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {_UID})"
+    return None
+
+
+def _checked(path, trusted=False):
+    why = _unsafe(path, trusted)
+    if why:
+        _warn(path, why)
+    return not why
+
+
+def _makedir(path):
+    with contextlib.suppress(OSError):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+
+
 def directories():
     """``(read, write)``: the directories entries are looked up in, in order, and the one
     new entries go to.  A cache directory that cannot be written (a read-only file
     system, a shared cache) is still read; new entries then go to a directory of this
     user's under the temp dir, and a warning says so once."""
+    read, write = _layout()
+    return [d for d, _ in read], write
+
+
+def _layout():
     d = env.cache_dir()
-    found = _dirs.get(d)
+    extra = tuple(env.cache_readonly_dirs())
+    configured = bool(os.environ.get("PYGOMP_CACHE_DIR"))
+    found = _dirs.get((d, extra, configured))
     if found is None:
-        try:
-            os.makedirs(d, exist_ok=True)
-        except OSError:
-            pass
-        if _writable(d):
-            found = ([d], d)
-        else:
-            fallback = os.path.join(tempfile.gettempdir(), f"pygomp-cache-{os.getuid()}")
-            os.makedirs(fallback, exist_ok=True)
-            found = ([d, fallback] if os.path.isdir(d) else [fallback], fallback)
-            warnings.warn(f"pygomp: the kernel cache {d} cannot be written: its entries are "
-                          f"read, new ones are written to {fallback}", RuntimeWarning,
-                          stacklevel=2)
-        _dirs[d] = found
+        found = _dirs[(d, extra, configured)] = _choose(d, extra, configured)
     return found
+
+
+def _choose(d, extra, configured):
+    _makedir(d)
+    read, write, why = [], None, None
+    if os.path.isdir(d):
+        ours = _unsafe(d) is None
+        writable = _writable(d)
+        trusted = d in extra or (configured and not writable)
+        why = _unsafe(d, trusted)
+        if why is None:
+            read.append((d, trusted and not ours))
+            write = d if ours and writable else None
+    for r in extra:
+        if r != d and _checked(r, trusted=True):
+            read.append((r, _unsafe(r) is not None))
+    if write is None:
+        write = _fallback()
+        read.append((write, False))
+        text = f"refuses {d}: {why}; new entries are written to" if why else \
+            f"{d} cannot be written: its entries are read, new ones are written to"
+        warnings.warn(f"pygomp: the kernel cache {text} {write}", RuntimeWarning,
+                      stacklevel=4)
+    return read, write
+
+
+def _fallback():
+    """``<tempdir>/pygomp-cache-<uid>`` when this user owns it, with a safe mode (it is
+    made 0700 when missing), else a fresh private directory that lives as long as the
+    process."""
+    path = os.path.join(tempfile.gettempdir(), f"pygomp-cache-{_UID}")
+    with contextlib.suppress(OSError):
+        os.mkdir(path, 0o700)               # fails when it exists: then it is checked
+    why = _unsafe(path, follow=False)       # a link planted there is refused too
+    if why is None and _writable(path):
+        return path
+    private = tempfile.mkdtemp(prefix="pygomp-cache-")
+    atexit.register(shutil.rmtree, private, True)
+    _warn(path, f"{why or 'it cannot be written'}; this process writes to {private}")
+    return private
 
 
 def directory() -> str:
     """Where new entries are written (see `directories`)."""
-    return directories()[1]
+    return _layout()[1]
 
 
 def _writable(d) -> bool:
@@ -67,7 +161,10 @@ def _writable(d) -> bool:
     return True
 
 
-_dirs = {}
+def _read_dirs():
+    """The directories to read, each checked now, with whether it is a trusted one of
+    another user (no HMAC key of ours)."""
+    return [(d, trusted) for d, trusted in _layout()[0] if _checked(d, trusted)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,51 +175,110 @@ def version() -> str:
 
 def key(*parts) -> str:
     h = hashlib.sha256()
-    for p in (version(),) + parts:
+    for p in (version(), FORMAT) + parts:
         b = p if isinstance(p, bytes) else str(p).encode()
         h.update(len(b).to_bytes(8, "little") + b)
     return h.hexdigest()[:40]
 
 
-def _seal(data: bytes) -> bytes:
-    return data + MAGIC + hashlib.sha256(data).hexdigest().encode()
-
-
-def _open(blob: bytes):
-    n = len(MAGIC) + 64
-    if len(blob) < n or blob[-n:-64] != MAGIC:
+def _dir_key(d, create=False):
+    """The HMAC key of directory ``d`` (made when ``create``), or None."""
+    path = os.path.join(d, ".key")
+    if create and not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")      # mode 0600
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+        try:
+            os.link(tmp, path)              # never replaces a key another process made
+        except FileExistsError:
+            pass
+        except OSError:
+            os.replace(tmp, path)           # a file system without hard links
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
+            st, k = os.fstat(f.fileno()), f.read()
+    except OSError:
         return None
-    data = blob[:-n]
-    return data if hashlib.sha256(data).hexdigest().encode() == blob[-64:] else None
+    if _UID is not None and (st.st_uid != _UID or st.st_mode & 0o077) or len(k) != 32:
+        _warn(path, "the key is not this user's alone")
+        return None
+    return k
+
+
+def _mac(k, name, data):
+    return hmac.new(k, name.encode() + b"\0" + data, hashlib.sha256).hexdigest().encode()
+
+
+def _seal(data: bytes, name: str, k: bytes) -> bytes:
+    return data + MAGIC + hashlib.sha256(data).hexdigest().encode() + _mac(k, name, data)
+
+
+def _unseal(blob, name, k):
+    """``(data, None)``, or ``(None, why)``; ``k`` None checks the checksum only."""
+    if len(blob) < _TRAILER or blob[-_TRAILER:-128] != MAGIC:
+        return None, "it is truncated or not a cache entry"
+    data, digest, mac = blob[:-_TRAILER], blob[-128:-64], blob[-64:]
+    if hashlib.sha256(data).hexdigest().encode() != digest:
+        return None, "its checksum does not match (it is corrupt)"
+    if k is not None and not hmac.compare_digest(_mac(k, name, data), mac):
+        return None, "its HMAC does not match (it was changed after it was written)"
+    return data, None
+
+
+def _read(path):
+    """The bytes of ``path``, or None when missing or when others can write it."""
+    try:
+        with open(path, "rb") as f:
+            st, blob = os.fstat(f.fileno()), f.read()
+    except OSError:
+        return None
+    if _UID is not None and st.st_mode & 0o022:
+        _warn(path, f"group or others can write it (mode {stat.S_IMODE(st.st_mode):04o})")
+        return None
+    return blob
 
 
 def get(k: str, suffix: str = "") -> bytes | None:
-    """The bytes stored under key ``k``, or None (missing or corrupt)."""
-    for d in directories()[0]:
-        try:
-            with open(os.path.join(d, k + suffix + ".bin"), "rb") as f:
-                data = _open(f.read())
-        except OSError:
+    """The bytes stored under key ``k``, or None (missing, corrupt or refused)."""
+    name = k + suffix + ".bin"
+    for d, trusted in _read_dirs():
+        path = os.path.join(d, name)
+        blob = _read(path)
+        if blob is None:
             continue
-        if data is not None:
-            stats["hits"] += 1
-            return data
+        mac_key = None if trusted else _dir_key(d)
+        if trusted or mac_key is not None:
+            data, why = _unseal(blob, name, mac_key)
+        else:
+            data, why = None, "its directory has no key to check it with"
+        if why:
+            _warn(path, why)
+            continue
+        stats["hits"] += 1
+        return data
     return None
 
 
 def put(k: str, data: bytes, suffix: str = "") -> None:
     d = directory()
-    os.makedirs(d, exist_ok=True)
+    _makedir(d)
+    if not _checked(d):
+        return
+    name = k + suffix + ".bin"
+    mac_key = _dir_key(d, create=True)
+    if mac_key is None:
+        return
+    sealed = _seal(data, name, mac_key)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(_seal(data))
-        os.replace(tmp, os.path.join(d, k + suffix + ".bin"))
+            f.write(sealed)
+        os.replace(tmp, os.path.join(d, name))
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -138,21 +294,28 @@ def get_or_build(k: str, build, suffix: str = "") -> bytes:
 
 def materialize(k: str, data: bytes, suffix: str) -> str:
     """A file holding ``data`` (e.g. a shared object to dlopen), written once and reused;
-    its name carries the content hash (and it is written whole, then renamed), so a
-    file of that name and size holds these bytes."""
+    its name carries the content hash, and a file found under that name is used only
+    when it holds exactly these bytes (else it is refused and written anew)."""
     name = f"{k}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
-    for d in directories()[0]:
-        path = os.path.join(d, "lib", name)
-        try:
-            if os.stat(path).st_size == len(data):
-                return path
-        except OSError:
-            pass
-    d = os.path.join(directory(), "lib")
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=suffix)
+    for d, trusted in _read_dirs():
+        lib = os.path.join(d, "lib")
+        path = os.path.join(lib, name)
+        if not os.path.exists(path) or not _checked(lib, trusted):
+            continue
+        found = _read(path)
+        if found == data:
+            return path
+        if found is not None:
+            _warn(path, "its bytes differ from its cache entry (it was changed after "
+                        "it was written)")
+    lib = os.path.join(directory(), "lib")
+    _makedir(lib)
+    why = _unsafe(lib)
+    if why:
+        raise OSError(f"pygomp: the kernel cache refuses {lib}: {why}")
+    fd, tmp = tempfile.mkstemp(dir=lib, prefix=".tmp-", suffix=suffix)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
-    path = os.path.join(d, name)
+    path = os.path.join(lib, name)
     os.replace(tmp, path)
     return path

@@ -9,6 +9,11 @@ PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
 PYGOMP_PROFILE       a file to write a Chrome trace of the run into (see `trace`)
 PYGOMP_CACHE_DIR     where compiled kernels and programs are cached (default: the user's
                      cache dir: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%)
+                     Used only when group and others cannot write it and this user owns
+                     it, or when it is set and read-only (a site-wide cache: trusted)
+PYGOMP_CACHE_READONLY_DIRS  more cache directories to read (never written), separated by
+                     os.pathsep; trusted although another user owns them, but refused
+                     when group or others can write them
 """
 from __future__ import annotations
 
@@ -90,6 +95,11 @@ def cache_dir(environ=os.environ) -> str:
     else:
         base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     return os.path.join(base, "pygomp")
+
+
+def cache_readonly_dirs(environ=os.environ) -> list:
+    """PYGOMP_CACHE_READONLY_DIRS as a list (read each time, as `cache_dir`)."""
+    return [d for d in environ.get("PYGOMP_CACHE_READONLY_DIRS", "").split(os.pathsep) if d]
 
 
 _lock = threading.Lock()
