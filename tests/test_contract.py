@@ -6,7 +6,7 @@ import pytest
 
 import pygomp.kernels as omp
 from pygomp import CompileError, PluginError
-from pygomp.runtime import cache, devices, images, kinds, mapping
+from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import Item
 from pygomp.runtime.plugin import DONE, KernelInfo, Source
@@ -145,6 +145,54 @@ def test_entries_run_in_order_with_persistent_scratch(center_table):
         assert out.tolist() == [run, 1]     # runs counted in the scratch; "" is one item
 
 
+# Three one-item entries that log their number into out (out[0]: how many so far); e0
+# sets scratch word 0 (a repeat count) to 2 and word 1 (a while counter) to 3, e2 counts
+# word 1 down, e1 sets word 0 back to 0.  Words: out, then the global scratch.
+LOG_HOST = r"""
+#include <stdint.h>
+#define LOG(k) int64_t *out = (int64_t *) args[0], *s = (int64_t *) args[1]; \
+               out[1 + out[0]++] = k
+void e0(uint64_t *args, const int64_t *launch) { LOG(0); s[0] = 2; s[1] = 3; }
+void e1(uint64_t *args, const int64_t *launch) { LOG(1); s[0] = 0; }
+void e2(uint64_t *args, const int64_t *launch) { LOG(2); s[1] -= 1; }
+"""
+LOG_OPENCL = r"""
+#define LOG(k) out = (__global long *)((__global char *)out + oo); out[1 + out[0]++] = k
+__kernel void e0(__global long *out, ulong oo, __global long *s) { LOG(0); s[0] = 2; s[1] = 3; }
+__kernel void e1(__global long *out, ulong oo, __global long *s) { LOG(1); s[0] = 0; }
+__kernel void e2(__global long *out, ulong oo, __global long *s) { LOG(2); s[1] -= 1; }
+"""
+LOG_CUDA = r"""
+#define LOG(k) long long *out = (long long *)ow; out[1 + out[0]++] = k
+extern "C" __global__ void e0(unsigned long long ow, long long *s) { LOG(0); s[0] = 2; s[1] = 3; }
+extern "C" __global__ void e1(unsigned long long ow, long long *s) { LOG(1); s[0] = 0; }
+extern "C" __global__ void e2(unsigned long long ow, long long *s) { LOG(2); s[1] -= 1; }
+"""
+LOG_SOURCES = {"host": LOG_HOST, "opencl": LOG_OPENCL, "cuda": LOG_CUDA}
+
+
+@pytest.mark.parametrize("plugin_name", sorted(LOG_SOURCES))
+@pytest.mark.parametrize("program, order", [
+    ((), [0, 1, 2]),
+    ((1, 0, 1), [1, 0, 1]),
+    ((2, 0, ("repeat", 0, (1, 2)), ("while", 1, (2,)), 1), [2, 0, 1, 2, 1, 2, 2, 1]),
+])
+def test_a_kernels_program_orders_its_launches(plugin_name, program, order):
+    found = _devices_of(plugin_name)
+    if not found:
+        pytest.skip(f"no {plugin_name} device")
+    d = found[0]
+    info = KernelInfo("log3", ("e0", "e1", "e2"), ("p",), levels=("", "", ""),
+                      scratch_bytes=16, program=program)
+    image = d.plugin.compile(d.local, Source(LOG_SOURCES[plugin_name], (info,)))
+    sym = HostSymbol("log3")
+    with registered(OffloadImage([sym.address], [], (image,), "log3", [sym])):
+        for _ in range(2):                  # the scratch persists between runs
+            out = np.zeros(16, np.int64)
+            mapping.target(d, sym.address, [Item(addr(out), out.nbytes, kinds.TOFROM, out)])
+            assert out[1:1 + out[0]].tolist() == order
+
+
 def test_word_count_is_checked(center_table):
     d, fn = center_table
     dev_fn = mapping.function_address(d, fn)
@@ -176,10 +224,15 @@ def test_missing_capability_is_a_compile_error(dev):
 
 
 class ElsewherePlugin(CountingHostPlugin):
-    """The host plugin, claiming another device identity."""
+    """The host plugin, claiming another device identity; it counts its builds."""
+    builds = 0
 
     def _identity_impl(self, dev):
         return "host:elsewhere"
+
+    def _compile_impl(self, dev, unit):
+        self.builds += 1
+        return super()._compile_impl(dev, unit)
 
 
 @omp.target
@@ -191,9 +244,7 @@ def add_one(x):
 def test_images_are_compiled_per_device_identity():
     other = fresh_device(0, ElsewherePlugin())
     initial = fresh_device(1, is_initial=True)
-    stats = cache.target_stats("host")
     with installed_devices([other, initial], settings()):
-        builds = stats["builds"]
         x = np.zeros(10)
         add_one.on(0)(x)
         add_one.on(1)(x)
@@ -206,7 +257,7 @@ def test_images_are_compiled_per_device_identity():
             assert id(table) in d.loaded and d.loaded[id(table)][1].identity == d.identity
             assert id(spec.tables[({other.identity, initial.identity} - {d.identity}).pop()]) \
                 not in d.loaded
-        assert stats["builds"] >= builds + 1      # the second identity was compiled anew
+        assert other.plugin.builds == 1     # the other identity was compiled anew, once
         for d in (other, initial):
             d.finalize()
         for table in spec.tables.values():

@@ -5,7 +5,7 @@ built by gcc (`compile`); a kernel entry is ``void f(void **args, const int64_t 
 ``args`` holds the argument words, then the address of the kernel's global scratch
 (when its KernelInfo asks for one), then that of its private scratch (idem); ``launch``
 is ``(num_gangs, num_workers, vector_length)``.  The entries of a kernel run one after
-the other within one `run`.
+the other within one `run`, or as its ``program`` says.
 """
 from __future__ import annotations
 
@@ -55,16 +55,24 @@ KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 
 class _Kernel:
     """A loaded kernel: its entries, its scratch and spare argument arrays."""
-    __slots__ = ("entries", "scratched", "spare", "lock", "scratch", "scratch_size",
-                 "private", "private_size")
+    __slots__ = ("entries", "program", "scratched", "spare", "lock", "scratch",
+                 "scratch_size", "private", "private_size")
 
     def __init__(self, entries, info):
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
+        self.program = info.program
         self.scratched = bool(info.has_scratch or info.private)   # words follow
         self.spare = []          # argument arrays not in use (list.pop/append are atomic)
         self.lock = threading.Lock()     # held while a kernel with scratch runs
         self.scratch = self.private = None
         self.scratch_size = self.private_size = 0
+
+    def word(self, w):
+        """Word ``w`` (int64) of the global scratch."""
+        if self.scratch is None:
+            raise ValueError("a kernel's program reads a scratch word, but its KernelInfo "
+                             "asks for no global scratch")
+        return _ffi.cast("int64_t *", self.scratch)[w]
 
     def grow(self, which, size):
         """The kernel's scratch of at least size bytes: zero when made, its contents
@@ -191,8 +199,12 @@ class HostPlugin(Plugin):
         except IndexError:
             array = _ffi.new("uint64_t[]", max(n, 1))
         array[0:n] = words
-        for entry in k.entries:
-            entry(array, sizes)
+        if k.program:
+            for i in _program(k.program, k.word):
+                k.entries[i](array, sizes)
+        else:
+            for entry in k.entries:
+                entry(array, sizes)
         k.spare.append(array)
 
     @staticmethod
@@ -204,6 +216,20 @@ class HostPlugin(Plugin):
         if info.private:
             out.append(k.grow("private", info.private_size(args) * threads))
         return out
+
+
+def _program(ops, read):
+    """The entries a kernel's program runs, in order (see `KernelInfo.program`);
+    ``read(word)`` gives a word of its global scratch when it is reached."""
+    for op in ops:
+        if isinstance(op, int):
+            yield op
+        elif op[0] == "repeat":
+            for _ in range(read(op[1])):
+                yield from _program(op[2], read)
+        else:
+            while read(op[1]):
+                yield from _program(op[2], read)
 
 
 def compile_c(source: str, name: str = "kernel") -> bytes:
