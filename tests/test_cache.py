@@ -113,8 +113,9 @@ def test_pocl_without_a_linker_is_a_clear_error(tmp_path):
     r = run(tmp_path, "scale", path=str(empty), PYGOMP_DEVICES="opencl:pocl",
             POCL_CACHE_DIR=str(tmp_path / "pocl"))
     assert r.returncode == 1, r.stderr[-3000:]       # an exception, not an abort
-    assert r.stderr.strip().splitlines()[-1].startswith(
-        "device 0 (opencl 0): PoCL links kernels for ")
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("pygomp.runtime.devices.OffloadError: device 0 (opencl 0: ") and \
+        ") does not work: PoCL links kernels for " in last, last
     assert r.stderr.strip().endswith("with the system linker 'ld', which is not on PATH: "
                                      "install binutils, or put the directory that holds ld "
                                      "on PATH")

@@ -38,11 +38,18 @@ def device_key(dev) -> str:
 def check_linker(cl, dev, who):
     """PoCL links a kernel for a CPU with the system linker the first time it runs it,
     and aborts the process when there is none: say so before anything is built."""
+    why = _no_linker(cl, dev)
+    if why:
+        raise PluginError(f"{who}: {why}")
+
+
+def _no_linker(cl, dev) -> str:
     if (dev.type & cl.device_type.CPU and "Portable Computing Language" in dev.platform.name
             and shutil.which("ld") is None):
-        raise PluginError(f"{who}: PoCL links kernels for {dev.name!r} with the system linker "
-                          f"'ld', which is not on PATH: install binutils, or put the "
-                          f"directory that holds ld on PATH")
+        return (f"PoCL links kernels for {dev.name!r} with the system linker 'ld', which "
+                f"is not on PATH: install binutils, or put the directory that holds ld on "
+                f"PATH")
+    return ""
 
 
 def build_source(cl, ctx, dev, source, options, name):
@@ -62,10 +69,9 @@ def probe(cl, dev, options) -> str:
     """Why ``dev`` cannot build and run a tiny kernel with these build options ("" when
     it can), cached on disk by the device's identity (its driver version included) and
     the options, so a warm start builds nothing."""
-    try:
-        check_linker(cl, dev, repr(dev.name))
-    except PluginError as e:            # not cached: installing ld mends it
-        return str(e)
+    why = _no_linker(cl, dev)
+    if why:                             # not cached: installing ld mends it
+        return why
     k = cache.key("opencl probe", device_key(dev), options)
     why = cache.get(k, ".probe")
     if why is not None:
