@@ -63,7 +63,7 @@ extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t 
 
 # The helpers of shim.c that abi.py calls.
 C_HELPERS = """
-void pg_set_error(const char *text);
+void pg_fatal(const char *text);
 void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
 void pg_call_acc(uintptr_t fn, uintptr_t *args, int type);
 """
@@ -150,4 +150,7 @@ def _build(out, work, python, cc, cffi):
 
 
 def _c_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """``text`` inside a C string literal: quotes, backslashes and control characters
+    as octal escapes, everything else (UTF-8 included) as it is."""
+    return "".join(f"\\{ord(c):03o}" if c in '"\\' or ord(c) < 32 or ord(c) == 127 else c
+                   for c in text)

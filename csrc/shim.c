@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -47,15 +48,37 @@ static target_ext_t real_target_ext;
 static void (*real_set_default_device)(int);
 static int (*real_get_default_device)(void);
 
-static __thread char error_text[2048];
 static int exiting_on_error;
 static int finished;                 /* at_exit released the devices */
+static int in_at_exit;
+
+/* -- errors, as libgomp's gomp_fatal prints them ------------------------------- */
+
+static void fatal(const char *text)
+{
+    fprintf(stderr, "\nlibgomp: %s\n", text);
+    fflush(stderr);
+    exiting_on_error = 1;
+    if (in_at_exit) {                /* exit() from an atexit handler is undefined */
+        fflush(stdout);
+        _exit(EXIT_FAILURE);
+    }
+    exit(EXIT_FAILURE);
+}
+
+/* A callback returned 0: only when its error handler failed too (abi._on_error ends
+   the process itself), and cffi has printed both tracebacks. */
+static void fail(void)
+{
+    fatal("pygomp: the Python runtime failed (its error is printed above)");
+}
 
 /* -- called by abi.py --------------------------------------------------------- */
 
-static void pg_set_error(const char *text)
+/* An error in Python (abi._on_error): libgomp's fatal error. */
+static void pg_fatal(const char *text)
 {
-    snprintf(error_text, sizeof error_text, "%s", text);
+    fatal(text);
 }
 
 /* Run a region's host code with device addresses (called by abi.py without the GIL);
@@ -65,22 +88,6 @@ static void pg_call_host(uintptr_t fn, uintptr_t *args, int device)
     if (device >= 0)
         real_set_default_device(MARK + device);
     ((void (*)(void *))fn)(args);
-}
-
-/* -- errors, as libgomp's gomp_fatal prints them ------------------------------- */
-
-static void fatal(const char *text)
-{
-    fprintf(stderr, "\nlibgomp: %s\n", text);
-    fflush(stderr);
-    exiting_on_error = 1;
-    exit(EXIT_FAILURE);
-}
-
-static void fail(void)
-{
-    fatal(error_text[0] ? error_text
-                        : "pygomp: the Python runtime failed (its error is printed above)");
 }
 
 /* -- starting Python ---------------------------------------------------------- */
@@ -104,6 +111,7 @@ static void hand_over_tables(void);
    (PYGOMP_INFO 0x4), as Python's own exit does for a Python program. */
 static void at_exit(void)
 {
+    in_at_exit = 1;
     if (!exiting_on_error) {
         ensure();
         pg_py_at_exit();
@@ -187,6 +195,9 @@ struct pg_task {
     size_t mapnum;
 };
 
+_Static_assert(sizeof(struct pg_task) % _Alignof(size_t) == 0, "sizes follow the task");
+_Static_assert(_Alignof(struct pg_task) == 8, "the task block's alignment kind is 3 << 8");
+
 static size_t *task_sizes(struct pg_task *t) { return (size_t *)(t + 1); }
 static unsigned short *task_kinds(struct pg_task *t)
 {
@@ -220,10 +231,10 @@ static void run_target(struct pg_task *t, void **hostaddrs)
         fatal("pygomp: out of memory for the arguments of a target region");
     if (!pg_py_target(t->device, (uintptr_t)t->fn, n, items, args))
         fail();
-    if (n > SMALL) {
+    if (args != small_args)
         free(args);
+    if (items != small)
         free(items);
-    }
 }
 
 /* target data (the region's handle), update, enter data, exit data. */
@@ -232,7 +243,7 @@ static int64_t data(int op, int device, size_t n, void **hostaddrs, size_t *size
 {
     uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, sizes, kinds, small);
     int64_t r = pg_py_data(op, device, n, items, (uintptr_t *)hostaddrs);
-    if (n > SMALL)
+    if (items != small)
         free(items);
     if (!r)
         fail();
@@ -251,19 +262,33 @@ static void pg_run(void *p)
         data(t->op, t->device, t->mapnum, hostaddrs + 1, task_sizes(t), task_kinds(t));
 }
 
+/* The memory of a call into libgomp with n = mapnum + 1 items: the task block (the
+   task, mapnum sizes and kinds), then, from the next multiple of 8, the call's n
+   host addresses, n sizes and n kinds. */
+static size_t task_block_size(size_t mapnum)
+{
+    return sizeof(struct pg_task) + mapnum * (sizeof(size_t) + sizeof(unsigned short));
+}
+
+static size_t call_arrays_at(size_t mapnum)
+{
+    return (task_block_size(mapnum) + 7) & ~(size_t)7;
+}
+
+static size_t call_size(size_t mapnum)
+{
+    return call_arrays_at(mapnum)
+           + (mapnum + 1) * (sizeof(void *) + sizeof(size_t) + sizeof(unsigned short));
+}
+
 /* Hand a construct to libgomp's GOMP_target_ext with the host-fallback device. */
 static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnum,
                             void **hostaddrs, size_t *sizes, unsigned short *kinds,
                             unsigned flags, void **depend, void **args)
 {
-    size_t n = mapnum + 1;
-    size_t block = sizeof(struct pg_task) + mapnum * (sizeof(size_t) + sizeof(short));
-    int heap = n > SMALL;
-    char small[sizeof(struct pg_task) + SMALL * (sizeof(size_t) + sizeof(short))
-               + SMALL * (sizeof(void *) + sizeof(size_t) + sizeof(short))]
-        __attribute__((aligned(16)));
-    char *mem = heap ? malloc(block + n * (sizeof(void *) + sizeof(size_t) + sizeof(short)))
-                     : small;
+    size_t n = mapnum + 1, block = task_block_size(mapnum), total = call_size(mapnum);
+    char small[1024] __attribute__((aligned(16)));
+    char *mem = total <= sizeof small ? small : malloc(total);
     if (!mem)
         fatal("pygomp: out of memory for a target construct");
     struct pg_task *t = (struct pg_task *)mem;
@@ -272,8 +297,8 @@ static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnu
     t->op = op;
     t->mapnum = mapnum;
     memcpy(task_sizes(t), sizes, mapnum * sizeof(size_t));
-    memcpy(task_kinds(t), kinds, mapnum * sizeof(short));
-    void **h = (void **)(mem + ((block + 7) & ~(size_t)7));
+    memcpy(task_kinds(t), kinds, mapnum * sizeof(unsigned short));
+    void **h = (void **)(mem + call_arrays_at(mapnum));
     size_t *s = (size_t *)(h + n);
     unsigned short *k = (unsigned short *)(s + n);
     h[0] = t;
@@ -281,10 +306,10 @@ static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnu
     k[0] = MAP_FIRSTPRIVATE | (3 << 8);          /* 8-byte aligned */
     memcpy(h + 1, hostaddrs, mapnum * sizeof(void *));
     memcpy(s + 1, sizes, mapnum * sizeof(size_t));
-    memcpy(k + 1, kinds, mapnum * sizeof(short));
+    memcpy(k + 1, kinds, mapnum * sizeof(unsigned short));
     real_target_ext(DEVICE_HOST_FALLBACK, pg_run, n, h, s, k, flags & TARGET_FLAG_NOWAIT,
                     depend, args);
-    if (heap)
+    if (mem != small)
         free(mem);
 }
 
@@ -525,6 +550,8 @@ static void async_copy_run(void *p)
 static int async_copy(struct async_copy *c, size_t size, int depobj_count, void *depobj_list)
 {
     static gomp_task_t task;
+    if (depobj_count < 0 || !depobj_list)
+        depobj_count = 0;
     void *depend[depobj_count + 5];
     if (!task)
         task = (gomp_task_t)next_symbol("GOMP_task");
@@ -532,7 +559,7 @@ static int async_copy(struct async_copy *c, size_t size, int depobj_count, void 
     depend[1] = (void *)(uintptr_t)depobj_count;
     depend[2] = depend[3] = depend[4] = 0;
     for (int i = 0; i < depobj_count; i++)
-        depend[5 + i] = (char *)depobj_list + i * 2 * sizeof(void *);
+        depend[5 + i] = (char *)depobj_list + i * 2 * sizeof(void *);  /* omp_depend_t */
     task(async_copy_run, c, NULL, size, _Alignof(struct async_copy), 1,
          depobj_count ? TASK_FLAG_DEPEND : 0, depobj_count ? depend : NULL, 0, NULL);
     return 0;
@@ -776,7 +803,7 @@ EXPORT void GOACC_parallel_keyed(int flags_m, void (*fn)(void *), size_t mapnum,
     uint64_t small[3 * SMALL], *items = pack(mapnum, hostaddrs, sizes, kinds, small);
     int ok = pg_py_acc_parallel(~flags_m, (uintptr_t)fn, mapnum, items, (uintptr_t *)hostaddrs,
                                 async, w.n, w.v, dims);
-    if (mapnum > SMALL)
+    if (items != small)
         free(items);
     drop_waits(&w);
     if (!ok)
@@ -790,7 +817,7 @@ static int64_t acc_data(int op, int flags_m, size_t n, void **hostaddrs, size_t 
     uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, sizes, kinds, small);
     int64_t r = pg_py_acc_data(op, ~flags_m, n, items, (uintptr_t *)hostaddrs, async,
                                w ? w->n : 0, w ? w->v : NULL);
-    if (n > SMALL)
+    if (items != small)
         free(items);
     if (w)
         drop_waits(w);

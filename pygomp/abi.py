@@ -4,8 +4,9 @@ half of libpygomp.so.
 csrc/shim.c calls the ``pg_py_*`` functions below (cffi ``extern "Python"``).  They
 decode GOMP_target_ext's arrays (host addresses, sizes, 16-bit kinds: the map kind in
 the low byte, log2 of its alignment in the high byte) into `mapping.Item`s, choose the
-device and call the core, which decides what every kind means.  A failure goes back
-to C as 0, with libgomp's words for it; shim.c prints them and exits as gomp_fatal.
+device and call the core, which decides what every kind means.  A failure ends the
+process as libgomp's gomp_fatal does, after its traceback unless it is one of pygomp's
+own errors for the user (`_on_error`).
 
 A target region whose function has no image on its device:
 - on a device of the host plugin (separate memory, host-addressable) its host code
@@ -23,6 +24,8 @@ import errno
 import itertools
 import json
 import re
+import sys
+import traceback
 
 from . import acc, api
 from .runtime import accmap, devices, env, images, kinds, mapping
@@ -49,9 +52,26 @@ def attach(ffi_, lib_) -> None:
 
 
 def _on_error(exc_type, exc, tb):
-    """An exception escaped a callback: hand its text to C (the callback returns 0)."""
-    if lib is not None:
-        lib.pg_set_error(_words(exc).encode(errors="replace"))
+    """An exception escaped a callback: libgomp's fatal error (shim.c prints
+    "libgomp: <words>" and exits with status 1).  An error that pygomp raised on purpose
+    for the user shows its words alone; anything else, a bug or a hook that failed,
+    shows its whole traceback first."""
+    if not _deliberate(exc):
+        traceback.print_exception(exc_type, exc, tb, file=sys.stderr)
+    sys.stderr.flush()
+    lib.pg_fatal(_words(exc).encode(errors="replace"))
+
+
+_DELIBERATE = (mapping.MappingError, devices.OffloadError, env.EnvError, PluginError)
+
+
+def _deliberate(exc) -> bool:
+    """Raised on purpose with words for the user, and not caused by another error."""
+    while exc is not None:
+        if not isinstance(exc, _DELIBERATE):
+            return False
+        exc = exc.__cause__
+    return True
 
 
 def _words(exc) -> str:
@@ -122,8 +142,8 @@ def pg_py_target(device, fn, n, packed, args):
     region = mapping.begin(dev, items)
     ok = False
     try:
-        for i, w in enumerate(region.args):
-            args[i] = w
+        if n:
+            args[0:n] = region.args        # one word an item (cffi checks the length)
         lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
         ok = True
     finally:
@@ -175,6 +195,7 @@ def pg_py_at_exit():
 
 
 MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)
+META, N_CODES, CODES, SIZES = 1, 2, 3, 4    # the words of its struct pygomp_table
 
 
 def pg_py_table(op, version, host_table, data):
@@ -189,9 +210,12 @@ def pg_py_table(op, version, host_table, data):
     if ffi.buffer(ffi.cast("char *", data), 8)[:] != MAGIC:
         raise ValueError(f"the offload table at {data:#x} is not pygomp's (no {MAGIC!r})")
     words = ffi.cast("uint64_t *", data)
-    meta = json.loads(ffi.string(ffi.cast("char *", words[1])).decode())
-    codes = ffi.cast("uint64_t *", words[3])
-    sizes = ffi.cast("uint64_t *", words[4])
+    meta = json.loads(ffi.string(ffi.cast("char *", words[META])).decode())
+    if len(meta["images"]) != words[N_CODES]:
+        raise ValueError(f"the offload table at {data:#x} has the code of {words[N_CODES]} "
+                         f"images for {len(meta['images'])} images")
+    codes = ffi.cast("uint64_t *", words[CODES])
+    sizes = ffi.cast("uint64_t *", words[SIZES])
     ends = ffi.cast("uint64_t *", host_table)        # GCC's: functions, then variables
     functions, pairs = (ffi.unpack(ffi.cast("uint64_t *", lo), (hi - lo) // 8) if hi > lo
                         else [] for lo, hi in ((ends[0], ends[1]), (ends[2], ends[3])))
