@@ -193,6 +193,41 @@ def test_a_kernels_program_orders_its_launches(plugin_name, program, order):
             assert out[1:1 + out[0]].tolist() == order
 
 
+def test_unloading_an_image_forgets_its_kernels():
+    p = CountingHostPlugin()
+    info = KernelInfo("log3", ("e0", "e1", "e2"), ("p",), levels=("", "", ""),
+                      scratch_bytes=16)
+    image = p.compile(0, Source(LOG_HOST, (info,)))
+    out = np.zeros(8, np.int64)
+    fn = p.load_image(0, image, 1, 0).functions[0]
+    p.load_image(0, image, 1, 0)            # loaded twice (the initial device shares it)
+    p.unload_image(0, image)
+    assert p.kernel_info(fn) is info
+    p.run(0, fn, [addr(out)])
+    assert out[:4].tolist() == [3, 0, 1, 2]
+    p.unload_image(0, image)
+    assert p.kernel_info(fn) is None
+    with pytest.raises(PluginError, match=f"^host device 0: run: no kernel is loaded at "
+                                          f"{fn:#x}$"):
+        p.run(0, fn, [addr(out)])
+
+
+def test_run_checks_the_device_number():
+    p = CountingHostPlugin()
+    info = KernelInfo("log3", ("e0", "e1", "e2"), ("p",), levels=("", "", ""),
+                      scratch_bytes=16)
+    image = p.compile(0, Source(LOG_HOST, (info,)))
+    fn = p.load_image(0, image, 1, 0).functions[0]
+    out = np.zeros(8, np.int64)
+    for _ in range(2):
+        with pytest.raises(PluginError, match=r"^host: run: no device 1 \(the plugin has 1\)$"):
+            p.run(1, fn, [addr(out)])
+        with pytest.raises(PluginError, match=r"^host: run: no device -1 "):
+            p.run_async(-1, fn, [addr(out)])
+    assert not out.any()                    # nothing ran
+    p.unload_image(0, image)
+
+
 def test_word_count_is_checked(center_table):
     d, fn = center_table
     dev_fn = mapping.function_address(d, fn)

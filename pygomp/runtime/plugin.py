@@ -327,13 +327,25 @@ class Plugin:
                               f"image, the plugin loads {self.target} images")
         loaded = self._call("load_image", dev, "", self._load_image_impl, dev, image)
         if "_kernel_infos" not in self.__dict__:
-            self._kernel_infos = {}
+            self._kernel_infos, self._loads = {}, {}
         for fn, info in zip(loaded.functions, image.kernels):
             self._kernel_infos[fn] = info
+        self._loads.setdefault((dev, id(image)), []).append(loaded.functions)
         return loaded
 
     def unload_image(self, dev: int, image: Image) -> None:
         self._call("unload_image", dev, "", self._unload_image_impl, dev, image)
+        loads = self.__dict__.get("_loads", {})
+        held = loads.get((dev, id(image)))
+        if not held:
+            return
+        fns = held.pop()
+        if not held:
+            del loads[dev, id(image)]
+        kept = {fn for lists in list(loads.values()) for fs in lists for fn in fs}
+        for fn in fns:                  # unless another load still has it
+            if fn not in kept:
+                self._kernel_infos.pop(fn, None)
 
     def alloc(self, dev: int, size: int) -> int:
         _check_size(size)
@@ -367,7 +379,8 @@ class Plugin:
         """Run a kernel to completion (see the module's docstring).  ``args`` is not
         changed."""
         info = self._kernel_infos.get(fn)
-        if info is None or len(args) != len(info.args):
+        # a kernel is loaded, so devices() has run and _devices is there
+        if info is None or len(args) != len(info.args) or not 0 <= dev < len(self._devices):
             self._check_run(dev, fn, args)              # says what is wrong
         try:
             event = self._run_impl(dev, fn, info, args, launch, ())
