@@ -124,17 +124,17 @@ class _Kernel:
 
 class _Event:
     """The end of a kernel's launches on a device's stream."""
-    __slots__ = ("event", "device", "name")
+    __slots__ = ("event", "device", "name", "plugin")
 
-    def __init__(self, event, device, name):
-        self.event, self.device, self.name = event, device, name
+    def __init__(self, event, device, name, plugin):
+        self.event, self.device, self.name, self.plugin = event, device, name, plugin
 
     def wait(self):
         try:
             self.event.synchronize()
         except Exception as e:
-            raise PluginError(f"cuda device {self.device}: kernel {self.name} failed: "
-                              f"{type(e).__name__}: {e}") from None
+            raise PluginError(f"{self.plugin.label(self.device)}: kernel {self.name} "
+                              f"failed: {type(e).__name__}: {e}") from None
 
 
 class _On:
@@ -245,7 +245,7 @@ class CudaPlugin(Plugin):
                                   f"the CUDA plugin does not launch cooperative kernels")
             if k.team_bytes > shared:
                 raise PluginError(f"kernel {k.name} needs {k.team_bytes} bytes of shared "
-                                  f"memory a block; device {dev} has {shared}")
+                                  f"memory a block; {self.label(dev)} has {shared}")
         key = hashlib.sha256(image.code).hexdigest()
         drv = cupy.cuda.driver
         with _On(d.ordinal), self._lock:
@@ -290,7 +290,8 @@ class CudaPlugin(Plugin):
     def _free_impl(self, dev, addr):
         d = self._device(dev)
         if d.blocks.pop(addr, None) is None:
-            raise PluginError(f"cuda device {dev}: free: {addr:#x} is no block of this device")
+            raise PluginError(f"{self.label(dev)}: free: {addr:#x} is no block of this "
+                              f"device")
 
     def _host2dev_impl(self, dev, dst, src, size):
         d = self._device(dev)
@@ -404,12 +405,12 @@ class CudaPlugin(Plugin):
                             raise PluginError(
                                 f"kernel {info.name} needs {per} bytes of private arrays a "
                                 f"thread, {size} bytes for its {size // per} threads: more "
-                                f"than cuda device {dev} can allocate") from None
+                                f"than {self.label(dev)} can allocate") from None
                     start(f, grid, 1, 1, block[0], block[1], 1, shared, d.stream.ptr,
                           ctypes.addressof(k.params), 0)
             event = cupy.cuda.Event(block=False, disable_timing=True)
             event.record(d.stream)
-        return _Event(event, dev, info.name)
+        return _Event(event, dev, info.name, self)
 
     def _plan(self, dev, k, launch):
         """The gangs of a launch, and per entry its function, grid, block and dynamic
