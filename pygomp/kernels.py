@@ -21,7 +21,8 @@ a mapped section is a `MappingError` naming both ranges and the argument.  It pa
 scalars firstprivate and the array extents as extra words, and goes through the
 runtime's ``mapping.target``: data already present on the device (``target_data``) is
 not copied.  ``nowait``/``depend`` calls are tasks (`pygomp.runtime.tasks`): on a device
-with a queue they are started at once and ordered by its events.  A kernel that
+with a queue they are started at once and ordered by its events; on every device the
+kernel is built and the arguments checked at the call, so such errors raise there.  A kernel that
 returns a scalar returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
 ``vector_length`` on the decorator (0: the device's choice).  ``kernel.py_func`` is the
 plain Python function (it runs sequentially, for debugging).  Arrays must be
@@ -490,8 +491,10 @@ class Kernel:
         if not (nowait or depend):
             return self._run(device, args)
         dev = devices.resolve(device)
+        # compiled and checked here, on every device: a kernel that does not build
+        # raises at the call, before the tasks' lock is taken
+        s, _, items = self._prepare(args, dev)
         if dev.plugin.asynchronous:
-            s, _, items = self._prepare(args, dev)  # compiles before taking the tasks' lock
             task = tasks.submit_queued(dev, lambda wait_for: self._start(dev, s, items,
                                                                          wait_for),
                                        lambda: self._run(device, args, dev),

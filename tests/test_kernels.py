@@ -742,3 +742,18 @@ def test_read_only_array_written_by_the_kernel_is_refused(device):
 def _ro(a):
     a.flags.writeable = False
     return a
+
+
+def test_a_nowait_call_that_does_not_compile_raises_at_the_call(device):
+    """On every device (with a queue or not), as a plain call would."""
+    @omp.target
+    def broken(y):
+        for i in omp.parallel_range(y.shape[0]):
+            y[i] = sorted(y)
+    y = np.zeros(4)
+    for options in ({"nowait": True}, {"nowait": True, "depend": {"inout": [y]}}):
+        with pytest.raises(omp.CompileError, match=r"y is an array; sorted\(\) takes "
+                                                   r"scalars"):
+            broken.on(device)(y, **options)
+    pygomp.taskwait()                   # nothing was left to fail there
+    assert not y.any()
