@@ -81,13 +81,18 @@ def array_item(a, kind, flags=0) -> mapping.Item:
     return mapping.Item(a.__array_interface__["data"][0], a.nbytes, kind | flags, a)
 
 
+_ALONGSIDE = {frozenset(("release", "delete"))}     # delete does all release does
+
+
 def one_clause(construct, named):
     """The items of ``named``, ``[(clause, item)]``, once it is checked that no memory is
-    in two clauses of the construct (GCC refuses an array in two map clauses)."""
+    in two clauses of the construct (GCC refuses an array in two map clauses; release
+    with delete is let through, delete deciding)."""
     reach = {}              # clause -> the item of it that ends furthest so far
     for clause, it in sorted((p for p in named if p[1].size), key=lambda p: p[1].addr):
         for other, far in reach.items():
-            if other != clause and it.addr < far.addr + far.size:
+            if other != clause and it.addr < far.addr + far.size \
+                    and frozenset((clause, other)) not in _ALONGSIDE:
                 raise ValueError(_twice(construct, other, far, clause, it))
         far = reach.get(clause)
         if far is None or it.addr + it.size > far.addr + far.size:

@@ -68,6 +68,9 @@ def test_what_stays_allowed(device):
     with pygomp.target_data(device, to=[a[:4]], from_=[a[4:]]):
         pass                        # two halves of one array: no shared memory
     assert (a[:4] == np.arange(4.0)).all()
+    pygomp.target_enter_data(device, to=[a])
+    pygomp.target_exit_data(device, release=[a], delete=[a])    # delete decides
+    assert not _present(a, device)
 
 
 def test_acc_data_copyin_and_copyout(device):

@@ -214,7 +214,7 @@ def test_present_on_present_object(dev):
     a = np.arange(3.0)
     b = a[1:]
     target_enter_data(DEV, to=a)
-    with target_data(DEV, tofrom=present(b), alloc=present(a)):
+    with target_data(DEV, tofrom=[present(b), present(a)]):
         assert count(dev, a) == 2
         write_device(a, [7, 8, 9])
     np.testing.assert_array_equal(a, [0, 1, 2])    # still mapped: no copy back
@@ -286,13 +286,13 @@ def test_nested_from_copies_at_outermost_end(dev):
 
 def test_count_incremented_once_per_construct(dev, plugin):
     a = np.arange(6.0)
-    with target_data(DEV, to=a, tofrom=a, alloc=(a, a[2:4])):
+    with target_data(DEV, tofrom=(a, a, a[2:4])):
         assert count(dev, a) == 1
         assert len(user_entries(dev)) == 1 and plugin.allocs == 1
     assert user_entries(dev) == []
-    target_enter_data(DEV, to=(a, a, a[1:3]), alloc=a)
+    target_enter_data(DEV, to=(a, a, a[1:3]))
     assert count(dev, a) == 1
-    target_exit_data(DEV, from_=(a, a[::1]), release=a)    # decremented once
+    target_exit_data(DEV, from_=(a, a[::1], a[2:4]))    # decremented once
     assert user_entries(dev) == []
 
 
