@@ -151,7 +151,8 @@ class OpenCLPlugin(Plugin):
                 continue
             for d in devs:
                 info = _describe(d)
-                why = _build.probe(cl, d, _options(info, ()))
+                caps = frozenset(info.properties["capabilities"].split())
+                why = _build.probe(cl, d, _options(info, caps, ()))
                 found.append((d, dataclasses.replace(info, problem=why)))
         order = {"gpu": 0, "accelerator": 1, "cpu": 2}
         found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
@@ -226,7 +227,7 @@ class OpenCLPlugin(Plugin):
 
     def build_options(self, dev, unit) -> str:
         """What this device needs to build the unit's (or an image's) kernels."""
-        return _options(self.devices()[dev], unit.kernels)
+        return _options(self.devices()[dev], self.device_capabilities(dev), unit.kernels)
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
@@ -460,14 +461,14 @@ def _digest(code: bytes) -> str:
     return hashlib.sha256(code).hexdigest()
 
 
-def _options(info, kernels) -> str:
+def _options(info, caps, kernels) -> str:
     """The build options of kernels on a device, then PYGOMP_OPENCL_BUILD_OPTIONS."""
     opts = []
     if info.kind == "cpu":
         opts.append("-D PYGOMP_DEVICE_CPU=1")
         if _single_items() and all(k.any_group_size for k in kernels):
             opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
-    if "generic_address_space" in info.properties["capabilities"].split():
+    if "generic_address_space" in caps:
         opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
     opts += os.environ.get("PYGOMP_OPENCL_BUILD_OPTIONS", "").split()
     return " ".join(opts)
