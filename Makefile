@@ -6,17 +6,20 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench info conformance
 
-# OpenCL on the CPU: the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14
-# does not know, so where apt-get can, the setup also installs Debian's PoCL (LLVM 15,
-# kernel libraries for each CPU family). Each device proves it works before it is
-# numbered; `python -m pygomp info` lists any that does not, with the reason.
+# Debian packages, where apt-get can install them (root): PoCL (pocl-opencl-icd), since
+# the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14 does not know, and
+# gcc's nvptx offload compiler (gcc-12-offload-nvptx), for the tests of C programs built
+# for NVIDIA GPUs. Each OpenCL device proves it works before it is numbered; `python -m
+# pygomp info` lists any that does not, with the reason.
+DEBIAN := pocl-opencl-icd gcc-12-offload-nvptx
+
 $(STAMP): pyproject.toml
-	@if [ ! -e /etc/OpenCL/vendors/pocl.icd ] && command -v apt-get >/dev/null \
-	    && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's PoCL (pocl-opencl-icd)"; \
+	@missing=$$(for p in $(DEBIAN); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's" $$missing; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    --no-install-recommends pocl-opencl-icd >/dev/null \
-	  || echo "Debian's PoCL could not be installed: OpenCL on the CPU is the wheel's"; \
+	    --no-install-recommends $$missing >/dev/null \
+	  || echo "could not install $$missing: the tests that need them say so"; \
 	fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
