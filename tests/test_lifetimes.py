@@ -103,16 +103,39 @@ def test_nowait_kernel(device):
     assert _gone(ys)
 
 
-def test_calls_inside_target_data(device, request):
-    if not devices.all_devices()[device].is_initial:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="mapping.Call keeps the entries it found (and so their "
-                                "arrays) after the target data region has ended"))
+def test_calls_inside_target_data(device):
     y = np.zeros(64)
     with pygomp.target_data(device=device, tofrom=[y]):
-        for _ in range(3):
+        for _ in range(3):                  # the repeated-call path finds y's entry
             add_one.on(device)(y)
     assert (y == 3).all()
+    ys = weakref.ref(y)
+    del y
+    assert _gone(ys)
+
+
+def test_tasks_inside_target_data(device):
+    y, x = np.zeros(64), np.ones(64)
+    with pygomp.target_data(device=device, tofrom=[y], to=[x]):
+        t = add_one.on(device)(y, nowait=True)
+        t.wait()
+        add_one.on(device)(y, nowait=True, depend={"inout": [y]})
+        s = total.on(device)(x, nowait=True, depend={"in": [x]})
+        pygomp.taskwait()
+        assert s.wait() == 64.0
+    assert (y == 2).all()
+    ys, xs = weakref.ref(y), weakref.ref(x)
+    del y, x
+    assert _gone(ys) and _gone(xs)
+
+
+def test_enter_and_exit_data(device):
+    y = np.zeros(64)
+    pygomp.target_enter_data(device=device, to=[y])
+    for _ in range(2):
+        add_one.on(device)(y)
+    pygomp.target_exit_data(device=device, from_=[y])
+    assert (y == 2).all()
     ys = weakref.ref(y)
     del y
     assert _gone(ys)
@@ -126,3 +149,32 @@ def test_a_new_array_at_a_freed_address_is_mapped_anew(device):
         add_one.on(device)(y)
         assert (y == k + 2).all()
         del y
+
+
+def test_openacc_async_copyout_keeps_its_array_until_done(device):
+    """A queued copy-back still holds its array after the entry is gone from the map;
+    once the queue has done it, nothing does."""
+    import threading
+    from pygomp import acc
+    d = devices.all_devices()[device]
+    if d.is_initial:
+        acc.set_device_type(acc.device_host)
+    else:
+        acc.set_device_num(device, acc.device_not_host)
+    try:
+        go = threading.Event()
+        acc.enqueue(d, 1, go.wait)          # queue 1 waits until the array is dropped
+        a = np.arange(64.0)
+        acc.copyin(a, async_=1)
+        acc.copyout(a, async_=1)
+        ref = weakref.ref(a)
+        del a
+        gc.collect()
+        assert (ref() is not None) != d.is_initial     # its copies are still queued
+        go.set()
+        acc.wait(1)
+        assert _gone(ref)
+    finally:
+        go.set()
+        acc.wait()
+        acc.set_device_num(0, acc.device_default)

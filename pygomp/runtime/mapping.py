@@ -310,16 +310,26 @@ def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
 
 def _death(dev, e) -> None:
     """Remove an entry (a struct: all its members) and free the device memory it owns;
-    its count becomes 0, so that constructs that still hold it leave it alone."""
+    its count becomes 0, so that constructs that still hold it leave it alone.  It lets
+    go of its host objects: work queued before it may still copy to or from them, so
+    they go with the queued free (an async queue frees after all its device's work)."""
     e.refcount = e.dynamic_refcount = 0
+    held = []
     for m in e.group or (e,):
         dev.map.remove(m)
+        if m.keepalive is not None:
+            held.append(m.keepalive)
+            m.keepalive = None
     if e.alloc:
-        later(dev.plugin.free, dev.local, e.alloc)
-    elif e.shared is not None:
-        e.shared.users -= 1
-        if e.shared.users == 0:
-            later(dev.plugin.free, dev.local, e.shared.addr)
+        later(dev.plugin.free, dev.local, e.alloc, keep=held)
+    elif e.shared is not None and e.shared.users == 1:
+        e.shared.users = 0
+        later(dev.plugin.free, dev.local, e.shared.addr, keep=held)
+    else:
+        if e.shared is not None:
+            e.shared.users -= 1
+        if held:
+            later(held.clear)           # after the work queued so far
 
 
 def _ref(owners, n, dynamic=False) -> None:
