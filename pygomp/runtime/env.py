@@ -7,6 +7,9 @@ PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follo
                      (``none``: the initial device alone; empty is an error)
 PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
 PYGOMP_PROFILE       a file to write a Chrome trace of the run into (see `trace`)
+PYGOMP_POISON        1: device memory a map allocates without copying into it (alloc,
+                     from; OpenACC create, copyout) is filled, so that a missing ``to``
+                     shows: signalling NaNs for float arrays, else 0xA5 bytes
 PYGOMP_CACHE_DIR     where compiled kernels and programs are cached (default: the user's
                      cache dir: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%)
                      Used only when group and others cannot write it and this user owns
@@ -44,6 +47,7 @@ class Settings:
     info: int
     cache_dir: str
     profile: str = ""            # PYGOMP_PROFILE: where to write a trace, "" for none
+    poison: bool = False         # PYGOMP_POISON: fill what maps allocate without a copy
 
 
 def _parse(environ) -> Settings:
@@ -68,6 +72,7 @@ def _parse(environ) -> Settings:
         info=_int(environ, "PYGOMP_INFO", 0),
         cache_dir=cache_dir(environ),
         profile=environ.get("PYGOMP_PROFILE", ""),
+        poison=_int(environ, "PYGOMP_POISON", 0) != 0,
     )
 
 

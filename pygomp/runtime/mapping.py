@@ -253,7 +253,38 @@ def _create(region, it, t):
                                f"({kinds.name(kind)}) at {d:#x}")
     if t.to:
         _copy_to(dev, e, addr, size)
+    elif env.settings().poison:
+        _poison(dev, d, size, obj)
     return e
+
+
+# -- PYGOMP_POISON ------------------------------------------------------------------
+
+_SNAN = {2: 0x7D00, 4: 0x7FA00000, 8: 0x7FF4000000000000}   # quiet bit 0, the next one 1
+
+
+def poison_pattern(obj) -> bytes:
+    """What PYGOMP_POISON fills new device memory of ``obj`` with: for a float array
+    (numpy's float16/32/64, and the parts of complex64/128) a signalling NaN an element,
+    ``7FA00000`` (float32) or ``7FF4000000000000`` (float64); else (ints, or no array
+    known, as for C programs) 0xA5 bytes."""
+    dtype = getattr(obj, "dtype", None)
+    kind, size = getattr(dtype, "kind", ""), getattr(dtype, "itemsize", 0)
+    if kind == "c":
+        kind, size = "f", size // 2
+    if kind == "f" and size in _SNAN:
+        order = "big" if dtype.byteorder == ">" else "little"
+        return _SNAN[size].to_bytes(size, order)
+    return b"\xa5"
+
+
+def _poison(dev, d, size, obj):
+    """Fill ``size`` bytes at device address ``d`` (a host-to-device copy, in order with
+    the construct's other device work)."""
+    if size:
+        p = poison_pattern(obj)
+        fill = ctypes.create_string_buffer((p * (size // len(p) + 1))[:size], size)
+        later(dev.plugin.host2dev, dev.local, d, ctypes.addressof(fill), size, keep=fill)
 
 
 # -- deferred device work (OpenACC's async queues) ----------------------------------
@@ -646,6 +677,8 @@ def _new_struct(region, members, lo, hi):
         group[0].alloc = block
         region.created.append(group[0])
         _count(region, group[0])
+    if env.settings().poison:
+        _poison(dev, block, hi - lo, None)      # the members mapped ``to`` are copied next
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped structure elements "
                                f"{_range(lo, hi - lo)} at {block:#x}")
