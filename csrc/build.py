@@ -71,6 +71,7 @@ void pg_call_acc(uintptr_t fn, uintptr_t *args, int type);
 EXPORTS = """
 GOMP_target_ext GOMP_target_data_ext GOMP_target_end_data GOMP_target_update_ext
 GOMP_target_enter_exit_data GOMP_offload_register_ver GOMP_offload_unregister_ver
+GOMP_offload_register GOMP_offload_unregister
 omp_get_num_devices omp_get_default_device omp_set_default_device omp_is_initial_device
 omp_get_initial_device omp_get_device_num omp_target_alloc omp_target_free
 omp_target_is_present omp_target_is_accessible omp_target_memcpy omp_target_memcpy_rect

@@ -605,13 +605,20 @@ EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t eleme
 
 /* -- offload tables ------------------------------------------------------------------ */
 
-/* pygomp's tables (pygomp/build.py) wait here from the program's constructors on, until
-   Python starts; then they, and every later one, go to Python.  Every other target
-   type is libgomp's. */
+/* pygomp's tables (pygomp/build.py) and GCC's nvptx images wait here from the
+   program's constructors on, until Python starts; then they, and every later one, go
+   to Python (pygomp/runtime/images.py).  Every other target type is libgomp's. */
 #define TARGET_TYPE 0x7067
+#define NVIDIA_PTX 5
+
+static int ours(int target_type)
+{
+    return target_type == TARGET_TYPE || target_type == NVIDIA_PTX;
+}
 
 struct table {
     unsigned version;
+    int type;
     const void *host_table, *data;
     struct table *next;
 };
@@ -619,10 +626,12 @@ static struct table *waiting;        /* registered before Python started, in ord
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_to_python;         /* Python has them, and gets new ones at once */
 
-static void to_python(int op, unsigned version, const void *host_table, const void *data)
+/* op: 1 register, 0 unregister; the target type rides above it (abi.pg_py_table). */
+static void to_python(int op, unsigned version, int type, const void *host_table,
+                      const void *data)
 {
     ensure();
-    if (!pg_py_table(op, version, (uintptr_t)host_table, (uintptr_t)data))
+    if (!pg_py_table(op | type << 1, version, (uintptr_t)host_table, (uintptr_t)data))
         fail();
 }
 
@@ -635,7 +644,8 @@ static void hand_over_tables(void)
     pthread_mutex_unlock(&tables_lock);
     while (t) {
         struct table *next = t->next;
-        if (!pg_py_table(1, t->version, (uintptr_t)t->host_table, (uintptr_t)t->data))
+        if (!pg_py_table(1 | t->type << 1, t->version, (uintptr_t)t->host_table,
+                         (uintptr_t)t->data))
             fail();
         free(t);
         t = next;
@@ -646,7 +656,7 @@ EXPORT void GOMP_offload_register_ver(unsigned version, const void *host_table,
                                       int target_type, const void *data)
 {
     pthread_once(&found, find_libgomp);
-    if (target_type != TARGET_TYPE) {
+    if (!ours(target_type)) {
         real_register(version, host_table, target_type, data);
         return;
     }
@@ -656,26 +666,26 @@ EXPORT void GOMP_offload_register_ver(unsigned version, const void *host_table,
         struct table *t = malloc(sizeof *t), **end = &waiting;
         if (!t)
             fatal("pygomp: out of memory registering an offload table");
-        *t = (struct table){version, host_table, data, NULL};
+        *t = (struct table){version, target_type, host_table, data, NULL};
         while (*end)
             end = &(*end)->next;
         *end = t;
     }
     pthread_mutex_unlock(&tables_lock);
     if (now)
-        to_python(1, version, host_table, data);
+        to_python(1, version, target_type, host_table, data);
 }
 
 EXPORT void GOMP_offload_unregister_ver(unsigned version, const void *host_table,
                                         int target_type, const void *data)
 {
     pthread_once(&found, find_libgomp);
-    if (target_type != TARGET_TYPE) {
+    if (!ours(target_type)) {
         real_unregister(version, host_table, target_type, data);
         return;
     }
     pthread_mutex_lock(&tables_lock);
-    int now = tables_to_python && !finished;
+    int now = tables_to_python && !finished && Py_IsInitialized();   /* not after exit */
     for (struct table **p = &waiting; *p; p = &(*p)->next)
         if ((*p)->host_table == host_table) {      /* never handed over: forget it */
             struct table *gone = *p;
@@ -685,7 +695,19 @@ EXPORT void GOMP_offload_unregister_ver(unsigned version, const void *host_table
         }
     pthread_mutex_unlock(&tables_lock);
     if (now)
-        to_python(0, version, host_table, data);
+        to_python(0, version, target_type, host_table, data);
+}
+
+/* The unversioned entry points (binaries of GCC 5 and 6). */
+EXPORT void GOMP_offload_register(const void *host_table, int target_type, const void *data)
+{
+    GOMP_offload_register_ver(0, host_table, target_type, data);
+}
+
+EXPORT void GOMP_offload_unregister(const void *host_table, int target_type,
+                                    const void *data)
+{
+    GOMP_offload_unregister_ver(0, host_table, target_type, data);
 }
 
 /* -- OpenACC: the GOACC_* entry points and the acc_* routines ------------------------ */

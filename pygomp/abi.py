@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from . import acc, api
-from .runtime import accmap, devices, env, images, kinds, mapping
+from .runtime import accmap, devices, env, gcc_images, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -199,7 +199,12 @@ META, N_CODES, CODES, SIZES = 1, 2, 3, 4    # the words of its struct pygomp_tab
 
 
 def pg_py_table(op, version, host_table, data):
-    """GOMP_offload_register_ver (op 1) / unregister (op 0) of a pygomp table."""
+    """GOMP_offload_register_ver (op bit 0: 1) / unregister (0) of a table; the target
+    type is in the bits above (0x7067: pygomp's, 5: GCC's nvptx image, `gcc_images`)."""
+    target_type, op = op >> 1, op & 1
+    if op and target_type == gcc_images.NVIDIA_PTX:
+        _tables[host_table] = images.register(gcc_images.table(version, host_table, data))
+        return 1
     if op == 0:
         table = _tables.pop(host_table, None)
         if table is not None:

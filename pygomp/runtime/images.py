@@ -5,6 +5,10 @@ carries images (`plugin.Image`): code compiled for one device identity, or for a
 device of a target kind (an image whose identity is "").  A device loads the image of
 its identity (else its kind's), and gets back the device addresses of the same
 functions and variables, in the same order.
+
+An image may be `Pending`: its target and identity are known, its contents are read
+the first time a device of that target asks for it (GCC's nvptx images: registering
+one costs nothing until a GPU initializes).
 """
 from __future__ import annotations
 
@@ -27,10 +31,32 @@ class OffloadImage:
         for image in self.images:
             if image.target == target:
                 if image.identity == identity:
-                    return image
+                    fallback = image
+                    break
                 if not image.identity:
                     fallback = image
-        return fallback
+        return fallback.get() if isinstance(fallback, Pending) else fallback
+
+
+class Pending:
+    """An image read on first use: ``make()`` returns the `plugin.Image`, once."""
+    __slots__ = ("target", "identity", "_make", "_image", "_lock")
+
+    def __init__(self, target: str, identity: str, make):
+        self.target, self.identity, self._make = target, identity, make
+        self._image = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        with self._lock:
+            if self._image is None:
+                self._image = self._make()
+                self._make = None
+            return self._image
+
+    def __repr__(self):
+        state = "read" if self._image is not None else "not read yet"
+        return f"<pending {self.target} image, {state}>"
 
 
 class HostSymbol:
