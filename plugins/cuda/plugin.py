@@ -17,6 +17,10 @@ compute capability: a cubin for ``sm_XY``, or PTX that the driver finishes when 
 does not know the GPU.  The cache key holds the source, the options, the compute
 capability (the identity) and NVRTC's version; a cached image loads with no NVRTC call.
 
+GCC's nvptx images (C programs built with ``-foffload=nvptx-none``) load and run as
+`gcc.py` says, with libgomp's launch convention; `run` and `run_async` send their
+functions there.
+
 A kernel's entries are launched in order on the stream, or as its ``program`` says (a
 loop of launches reads its count or condition from the global scratch, which waits for
 the launches before it).
@@ -43,9 +47,10 @@ import importlib.util
 import itertools
 import threading
 
+from pygomp.runtime.gcc_images import NvptxImage
 from pygomp.runtime.plugin import DeviceArray, DeviceInfo, LoadedImage, Plugin, PluginError
 
-from . import driver, nvrtc
+from . import driver, gcc, nvrtc
 
 cupy = None                 # imported by the first device initialization
 
@@ -102,6 +107,7 @@ class _Device:
         self.modules = {}                      # digest of an image's code -> module
         self.images = {}                       # id(image) -> ([fn addrs], [var addrs])
         self.staging = _Staging()
+        self.stacks = None                     # GCC's OpenMP soft stacks (gcc.py)
 
 
 class _Kernel:
@@ -168,6 +174,7 @@ class CudaPlugin(Plugin):
     def __init__(self):
         self._state = {}                        # number -> _Device
         self._kernels = {}                      # function address -> _Kernel
+        self._gcc = {}                          # function address -> gcc.Kernel
         self._addresses = itertools.count(0x1000)   # one a loaded kernel
         self._lock = threading.RLock()
         self.unavailable = ""                   # why there are no devices
@@ -231,6 +238,7 @@ class CudaPlugin(Plugin):
             for fns, _ in d.images.values():
                 for f in fns:
                     self._kernels.pop(f, None)
+                    self._gcc.pop(f, None)
             for m in d.modules.values():
                 cupy.cuda.driver.moduleUnload(m)
             d.blocks.clear()
@@ -238,6 +246,8 @@ class CudaPlugin(Plugin):
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
         d = self._device(dev)
+        if isinstance(image, NvptxImage):
+            return self._load_gcc(dev, d, image)
         shared = self.devices()[dev].properties["shared_memory_per_block"]
         for k in image.kernels:
             if k.cooperative:
@@ -273,6 +283,7 @@ class CudaPlugin(Plugin):
                 d.stream.synchronize()
             for f in entry[0]:
                 self._kernels.pop(f, None)
+                self._gcc.pop(f, None)
             for v in entry[1]:
                 d.blocks.pop(v, None)
 
@@ -356,7 +367,47 @@ class CudaPlugin(Plugin):
         plugin.cupy_stream(d):`` orders CuPy work with them)."""
         return self._device(dev).stream
 
+    def _load_gcc(self, dev, d, image):
+        props = self.devices()[dev].properties
+        with _On(d.ordinal), self._lock:
+            kernels, vars_ = gcc.load(cupy, d, props, image, self.capability(dev))
+            fns = [next(self._addresses) for _ in kernels]
+            self._gcc.update(zip(fns, kernels))
+        d.images[id(image)] = (fns, vars_)
+        return LoadedImage(fns, vars_)
+
     # -- launches ------------------------------------------------------------
+    def run(self, dev, fn, args, launch=(0, 0, 0)):
+        if fn not in self._gcc:
+            return super().run(dev, fn, args, launch)
+        self.wait(dev, self._start_gcc(dev, fn, args, launch, ()))
+
+    def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        if fn not in self._gcc:
+            return super().run_async(dev, fn, args, launch, wait_for)
+        return self._start_gcc(dev, fn, args, launch, wait_for)
+
+    def _start_gcc(self, dev, fn, args, launch, wait_for):
+        """A region of a GCC image: queued on the device's stream; its event."""
+        k = self._gcc[fn]
+        d = self._device(dev)
+        props = self.devices()[dev].properties
+        try:
+            with _On(d.ordinal):
+                geometry = (gcc.omp_geometry(k, props, launch) if k.mode == "omp"
+                            else gcc.acc_geometry(k, props, launch))
+                _wait_for(d, dev, wait_for)
+                gcc.launch(cupy, d, props, k, list(args), geometry)
+                event = cupy.cuda.Event(block=False, disable_timing=True)
+                event.record(d.stream)
+        except PluginError as e:
+            raise PluginError(f"{self.label(dev)}: {e}") from None
+        except Exception as e:
+            raise PluginError(f"{self.label(dev)}: launch of {k.name} ({k.mode}) with "
+                              f"{len(args)} argument words, launch {tuple(launch)} failed: "
+                              f"{type(e).__name__}: {e}") from e
+        return _Event(event, dev, k.name, self)
+
     def _synchronize_impl(self, dev):
         d = self._device(dev)
         with _On(d.ordinal):
@@ -371,12 +422,7 @@ class CudaPlugin(Plugin):
             if plan is None:
                 plan = k.plans[launch] = self._plan(dev, k, launch)
             gangs, steps = plan
-            for e in wait_for:
-                if isinstance(e, _Event):
-                    if e.device != dev:            # the same device's stream orders it
-                        d.stream.wait_event(e.event)
-                else:
-                    e.wait()
+            _wait_for(d, dev, wait_for)
             start = cupy.cuda.driver.launchKernel
             with k.lock:
                 v = k.values
@@ -460,6 +506,16 @@ class CudaPlugin(Plugin):
             setattr(k, which, block)
             setattr(k, which + "_size", size)
         return getattr(k, which).ptr
+
+
+def _wait_for(d, dev, events):
+    """The device's stream waits for ``events`` (its own are ordered already)."""
+    for e in events:
+        if isinstance(e, _Event):
+            if e.device != dev:
+                d.stream.wait_event(e.event)
+        else:
+            e.wait()
 
 
 def _program(ops, read):
