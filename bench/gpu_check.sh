@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The checks that need an NVIDIA GPU, in one go (about 5 minutes, at most 8):
+# The checks that need an NVIDIA GPU, in one go (about 6 minutes, at most 10 without
+# GCC_TESTSUITE):
 #
-#     bash bench/gpu_check.sh
+#     bash bench/gpu_check.sh                           # everything
+#     GPU_CHECK_PARTS="nvptx" bash bench/gpu_check.sh   # some of: suite bench nvptx
 #
 # Run it from the project root on a Linux machine with one NVIDIA GPU, CUDA 12 or 13, and
 # Python 3.11+ with numpy, cupy, pytest (and pygomp's own needs: sortedcontainers, cffi,
 # platformdirs; hypothesis for some tests) already installed.  It fetches nothing: it
 # installs the project in place (pip --no-deps --no-build-isolation), runs the kernel
-# test-suite on the CUDA device (PYGOMP_DEVICES=cuda:0), then bench/bench_cuda.py, and
-# prints a short table last, naming each failed test.  Logs go to $LOGS (default
+# test-suite on the CUDA device (PYGOMP_DEVICES=cuda:0), then bench/bench_cuda.py, then
+# C programs built by gcc for nvptx-none (gcc-12-offload-nvptx) under libgomp with its
+# own nvptx plugin and under the shim on the CUDA plugin (tests/c/nvptx_*.c; GCC's
+# libgomp tests too when GCC_TESTSUITE names gcc-12's libgomp/testsuite), and prints a
+# short table last, naming each failed test.  Without a GPU it stops at once, saying
+# why (GPU_CHECK_DRY=1 rehearses the nvptx part on the host instead).  Logs go to $LOGS (default
 # gpu-check-logs/).  Exit status: 0 when every test passed, 1 when some failed, 2 when
 # something it needs is missing.
 set -u
@@ -58,27 +64,140 @@ if ! "$PY" -m pip install -q --no-deps --no-build-isolation -e . >"$LOGS/install
     exit 2
 fi
 export PYGOMP_DEVICES=cuda:0
+PARTS=" ${GPU_CHECK_PARTS:-suite bench nvptx} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
+DRY=${GPU_CHECK_DRY:-0}
 "$PY" -m pygomp info 2>&1 | tee "$LOGS/info.txt" | head -30
 if ! grep -q "^  0: cuda:0 gpu" "$LOGS/info.txt"; then
     say "FAILED: pygomp finds no CUDA device (see above: the cuda plugin says why)"
-    exit 2
+    [ "$DRY" = 1 ] || exit 2
+    say "GPU_CHECK_DRY=1: the nvptx part runs on the host (no GPU: its numbers mean nothing)"
+    PARTS=" nvptx "
+fi
+
+# GCC's nvptx images: tests/c/nvptx_omp.c, nvptx_acc.c and nvptx_bench.c, one binary
+# each, under libgomp's nvptx plugin (OMP_TARGET_OFFLOAD=mandatory: it must use the
+# GPU) and under the shim on the CUDA plugin.  Sets nvptx_status (0: passed, 2: no
+# offload compiler).
+nvptx() {
+    local out="$LOGS/nvptx" flags=(-O2 -foffload=nvptx-none
+                                   -foffload-options=nvptx-none=-misa=sm_80)
+    mkdir -p "$out"
+    nvptx_status=0
+    if ! printf 'int main(void){int a=0;\n#pragma omp target map(tofrom:a)\na=1;\nreturn !a;}\n' |
+            gcc -fopenmp "${flags[@]}" -x c - -o "$out/probe" >"$out/probe.log" 2>&1; then
+        say "skipped: gcc cannot build for nvptx-none (install gcc-12-offload-nvptx):"
+        tail -2 "$out/probe.log" | sed 's/^/  /'
+        nvptx_status=2
+        return
+    fi
+    local lib; lib=$("$PY" -m pygomp shim) || { nvptx_status=1; return; }
+    local anchor=(env OMP_TARGET_OFFLOAD=mandatory ACC_DEVICE_TYPE=nvidia)
+    local ours=(env LD_PRELOAD="$lib" PYGOMP_DEVICES=cuda:0 OMP_TARGET_OFFLOAD=mandatory
+                PYGOMP_INFO=0x10)
+    local n=$((1 << 28))
+    if [ "$PARTS" = " nvptx " ] && [ "$DRY" = 1 ] && ! grep -q "^  0: cuda:0 gpu" "$LOGS/info.txt"; then
+        anchor=(env); ours=(env LD_PRELOAD="$lib" PYGOMP_DEVICES=host); n=$((1 << 20))
+    fi
+    gcc -fopenmp "${flags[@]}" tests/c/nvptx_omp.c -o "$out/omp" 2>"$out/build.log" &&
+    gcc -fopenacc "${flags[@]}" tests/c/nvptx_acc.c -o "$out/acc" 2>>"$out/build.log" &&
+    gcc -fopenmp "${flags[@]}" tests/c/nvptx_bench.c -o "$out/bench" 2>>"$out/build.log" ||
+        { say "FAILED: building tests/c/nvptx_*.c (log: $out/build.log)"; nvptx_status=1; return; }
+    local prog way
+    say "program          libgomp+nvptx   shim+cuda   (regions passed, exit status)"
+    for prog in omp acc; do
+        for way in anchor ours; do
+            local -n cmd=$way
+            timeout 120 "${cmd[@]}" "$out/$prog" >"$out/$prog.$way.txt" 2>&1
+            echo $? >"$out/$prog.$way.rc"
+        done
+        printf '%-16s %-15s %s\n' "nvptx_$prog.c" \
+            "$(grep -c '^ok ' "$out/$prog.anchor.txt")/$(grep -cE '^(ok|FAILED) ' "$out/$prog.anchor.txt") rc $(cat "$out/$prog.anchor.rc")" \
+            "$(grep -c '^ok ' "$out/$prog.ours.txt")/$(grep -cE '^(ok|FAILED) ' "$out/$prog.ours.txt") rc $(cat "$out/$prog.ours.rc")"
+        grep -h '^FAILED' "$out/$prog.ours.txt" | sed 's/^/  shim: /'
+        [ "$(cat "$out/$prog.ours.rc")" = 0 ] || { nvptx_status=1; tail -3 "$out/$prog.ours.txt"; }
+        if grep -q "no image" "$out/$prog.ours.txt"; then
+            say "  shim: some region fell back to the host (see $out/$prog.ours.txt)"
+            nvptx_status=1
+        fi
+    done
+    for way in anchor ours; do
+        local -n cmd=$way
+        timeout 120 "${cmd[@]}" "$out/bench" "$n" 5 >"$out/bench.$way.txt" 2>&1 ||
+            { say "FAILED: nvptx_bench.c ($way): $(tail -1 "$out/bench.$way.txt")"; nvptx_status=1; }
+    done
+    "$PY" - "$out/bench.anchor.txt" "$out/bench.ours.txt" "$n" <<'EOF'
+import re, sys
+def read(path):
+    text = open(path).read()
+    return {k: float(v) for k, v in re.findall(r"^(empty_us|saxpy_ms) ([0-9.]+)", text, re.M)}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+print("figure nvptx: libgomp's nvptx plugin against the shim on the CUDA plugin, one binary")
+for key, what in (("empty_us", "empty target region (us)"),
+                  ("saxpy_ms", f"saxpy of {int(sys.argv[3])} floats, data resident (ms)")):
+    if key in a and key in b:
+        ratio = b[key] / a[key] if a[key] else float("nan")
+        print(f"  {what:46s} libgomp {a[key]:10.3f}  shim {b[key]:10.3f}  shim/libgomp {ratio:6.2f}")
+    else:
+        print(f"  {what:46s} missing (libgomp: {key in a}, shim: {key in b})")
+EOF
+    if [ -n "${GCC_TESTSUITE:-}" ]; then
+        say "== GCC's libgomp tests with -foffload=nvptx-none (at most 4.5 minutes)"
+        timeout 270 "$PY" tests/c/nvptx_suite.py "$GCC_TESTSUITE" --budget 240 \
+            >"$out/suite.txt" 2>&1 || nvptx_status=1
+        grep -v '^  passes' "$out/suite.txt" | tail -6
+        say "  tests passing under libgomp only: $(grep -c '^  passes under libgomp only' "$out/suite.txt")"
+    else
+        say "GCC's libgomp tests: skipped (GCC_TESTSUITE names no gcc-12 libgomp/testsuite)"
+    fi
+}
+
+if ! part suite && ! part bench; then
+    nvptx_status=0
+    if part nvptx; then
+        say "== C programs built for nvptx-none (at most 2 minutes, more with GCC_TESTSUITE)"
+        nvptx
+        say ""
+        say "== summary ($LOGS/ holds the logs)"
+        case $nvptx_status in
+            0) say "nvptx: passed" ;; 2) say "nvptx: skipped (no offload compiler)" ;;
+            *) say "nvptx: failed (logs: $LOGS/nvptx/)" ;;
+        esac
+        [ "$DRY" = 1 ] && say "(a dry run on the host: nothing of it ran on a GPU)"
+        exit $(( nvptx_status == 1 ))
+    fi
+    exit 0
 fi
 
 say "== the kernel test-suite on the CUDA device (at most 5.5 minutes)"
 start=$(date +%s)
 per_test=()                         # a test that hangs is stopped, not the whole run
 "$PY" -c "import pytest_timeout" 2>/dev/null && per_test=(--timeout 120)
-timeout 330 "$PY" -m pytest tests -v -p no:cacheprovider --continue-on-collection-errors \
-    -k "cuda and not test_cuda_build" -rfEs ${per_test[@]+"${per_test[@]}"} >"$LOGS/tests.txt" 2>&1
-status=$?
+status=0
+if part suite; then
+    timeout 330 "$PY" -m pytest tests -v -p no:cacheprovider --continue-on-collection-errors \
+        -k "cuda and not test_cuda_build" -rfEs ${per_test[@]+"${per_test[@]}"} \
+        >"$LOGS/tests.txt" 2>&1 || status=$?
+else
+    echo "(the test-suite was not run: GPU_CHECK_PARTS)" >"$LOGS/tests.txt"
+fi
 tail -3 "$LOGS/tests.txt"
 [ $status -eq 124 ] && say "the test-suite ran past 5.5 minutes and was stopped"
 tests_s=$(( $(date +%s) - start ))
 
 say "== benchmarks (at most 90 s)"
-timeout 90 "$PY" bench/bench_cuda.py >"$LOGS/bench.txt" 2>&1
-bench_status=$?
-cat "$LOGS/bench.txt"
+bench_status=0
+if part bench; then
+    timeout 90 "$PY" bench/bench_cuda.py >"$LOGS/bench.txt" 2>&1 || bench_status=$?
+    cat "$LOGS/bench.txt"
+fi
+
+nvptx_status=0
+if part nvptx; then
+    say "== C programs built for nvptx-none (at most 2 minutes, more with GCC_TESTSUITE)"
+    nvptx
+    [ $nvptx_status = 2 ] && nvptx_status=0          # no offload compiler: said above
+fi
 
 say ""
 say "== summary ($LOGS/ holds the logs)"
@@ -92,10 +211,13 @@ if [ -n "$failed" ]; then
 else
     [ $status -eq 0 ] && say "failed: none"
 fi
-if [ $bench_status -eq 0 ]; then
+if ! part bench; then
+    :
+elif [ $bench_status -eq 0 ]; then
     sed -n '/^figure /,$p' "$LOGS/bench.txt"
 else
     say "bench/bench_cuda.py failed (status $bench_status): see $LOGS/bench.txt"
 fi
-[ $status -eq 0 ] && [ $bench_status -eq 0 ]
+part nvptx && say "nvptx: $([ $nvptx_status = 0 ] && echo "passed (or skipped: see above)" || echo "failed (logs: $LOGS/nvptx/)")"
+[ $status -eq 0 ] && [ $bench_status -eq 0 ] && [ $nvptx_status -eq 0 ]
 exit $(( $? != 0 ))
