@@ -267,6 +267,11 @@ class CudaDialect(Dialect):
     def barrier(self, em):
         em.line("__syncthreads();")
 
+    inline = "__device__ __forceinline__"      # bounds checking's functions
+
+    def claim(self, record):
+        return f"atomicCAS((int *){record}, 0, 1) == 0"
+
     def array_decl(self, em, name, t):
         if name in em.cur.sizes:            # sized at run time: in the private scratch
             for k, e in enumerate(em.extents(name)):

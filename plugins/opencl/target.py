@@ -348,6 +348,15 @@ class OpenCLDialect(LoopLowering, Dialect):
     def barrier(self, em):
         em.line("PYG_BARRIER();")
 
+    # -- bounds checking ------------------------------------------------------------
+    inline = "inline"
+
+    def claim(self, record):
+        return f"atomic_cmpxchg((volatile __global int *){record}, 0, 1) == 0"
+
+    def record_pointer(self):
+        return "__global long *"        # a global pointer even where helpers take generic
+
     # -- the kernel contract -----------------------------------------------------------
     def kernel_info(self, em, fn):
         """Entries, levels, scratch, program and requirements of the kernel."""

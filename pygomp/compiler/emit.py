@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import hoist, ir
+from . import boundscheck, hoist, ir
 from . import types as T
 from .reductions import combine
 
@@ -150,6 +150,18 @@ class Dialect:
         default one entry, its argument words, all levels, its private scratch."""
         return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), private=private_terms(fn))
 
+    # -- bounds checking (see `pygomp.compiler.boundscheck`) -----------------------------
+    inline = "static inline"    # how the unit's small functions are declared
+
+    def claim(self, record: str) -> str:
+        """A condition true for the one caller that atomically turns the first 32-bit
+        word of ``record`` (an int64 pointer) from 0 to 1."""
+        return f"__sync_bool_compare_and_swap((int *){record}, 0, 1)"
+
+    def record_pointer(self) -> str:
+        """The C type of the error record's pointer, as a parameter."""
+        return f"{self.type_name(T.INT64)} *"
+
 
 @dataclass
 class Unit:
@@ -163,6 +175,7 @@ class Unit:
     dialect: Dialect = field(repr=False, default=None)
     kernels: tuple = ()         # (KernelInfo,)
     written: dict = field(default_factory=dict)     # array parameter -> "file:line"
+    sites: tuple = ()           # bounds checking: (file, line) of each access site
 
 
 ARITH = ("min", "max", "minimum", "maximum", "abs", "floordiv", "mod", "shl", "shr", "ipow")
@@ -330,6 +343,12 @@ class Emitter:
         self._uid = 0
         self.cur = fn               # the function being emitted
         self.loads = {}             # text of a load -> the local it was read into
+        # bounds checking (boundscheck.py): its access sites, (file, line) -> site number,
+        # the line a hoisted load is reported at, id(store target) -> its checked place,
+        # pointer type -> its read function, and their definitions
+        self.check = getattr(fn, "boundscheck", False)
+        self.sites, self.site_ids, self.site_line, self.placed = [], {}, None, {}
+        self.readers, self.reader_defs = {}, []
 
     # -- text ---------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -363,6 +382,9 @@ class Emitter:
         if pre:
             self.out.append(pre.rstrip("\n"))
             self.out.append("")
+        if self.check:
+            head = len(self.out) + 1
+            self.out += [boundscheck.functions(self.d).rstrip("\n"), ""]
         for h in fn.helpers:
             self.helper(h)
         for self.entry, body in self.d.entries(self, fn):
@@ -374,8 +396,10 @@ class Emitter:
                 self.decls(fn.decls)
                 self.d.kernel_body(self, fn, body)
             self.d.kernel_close(self, fn)
+        if self.check:
+            self.out[head:head] = self.reader_defs
         return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
-                    (self.d.kernel_info(self, fn),), written(fn))
+                    (self.d.kernel_info(self, fn),), written(fn), tuple(self.sites))
 
     def helper(self, h: ir.Function) -> None:
         self.cur, self.last = h, None
@@ -389,6 +413,8 @@ class Emitter:
                 params.append(f"{self.type(t)} {name}")
         if self.d.write_flags:
             params += [f"int {name}__w" for name, _ in h.params if name in h.written]
+        if self.check:
+            params.append(f"{self.d.record_pointer()}{boundscheck.RECORD}")
         self.at(h.line)
         self.d.helper_open(self, h, params)
         with self.indent():
@@ -416,7 +442,10 @@ class Emitter:
         getattr(self, "s_" + type(s).__name__)(s)
 
     def s_Assign(self, s):
-        if isinstance(s.target, ir.Index):
+        if isinstance(s.target, ir.Index) and self.check:
+            with boundscheck.guarded(self, s.target):
+                self.d.store(self, s)
+        elif isinstance(s.target, ir.Index):
             self.d.store(self, s)
         else:
             self.line(f"{self.expr(s.target)} = {self.expr(s.value)};")
@@ -467,7 +496,10 @@ class Emitter:
             start = self.expr(s.start)
             hoisted = {}
             for m, load in enumerate(hoist.invariant_loads(s) if self.d.hoist_loads else ()):
+                if self.check:
+                    self.site_line = boundscheck.line_of(load, s.body, s.line)
                 text, name = self.expr(load), f"__h{u}_{m}"
+                self.site_line = None
                 self.line(f"const {self.type(load.type)} {name} = {start} < __stop{u} ? "
                           f"{text} : 0;")
                 hoisted[text] = name
@@ -504,7 +536,11 @@ class Emitter:
         self.d.barrier(self)
 
     def s_AtomicAdd(self, s):
-        self.d.atomic_add(self, s)
+        if self.check:
+            with boundscheck.guarded(self, s.target):
+                self.d.atomic_add(self, s)
+        else:
+            self.d.atomic_add(self, s)
 
     def s_ArrayInit(self, s):
         if s.zero:
@@ -665,6 +701,8 @@ class Emitter:
         return f"{e.array.name}__s{e.dim}"
 
     def e_Index(self, e):
+        if self.check:
+            return boundscheck.load(self, e)
         a = e.array
         t = a.type
         flat = None
@@ -715,7 +753,8 @@ class Emitter:
             elif isinstance(a, ir.View):           # the address of its first element
                 root, p = a.array, len(a.prefix)
                 zeros = [ir.Const(0, type=T.INT64)] * (root.type.ndim - p)
-                args.append(f"&{self.e_Index(ir.Index(root, a.prefix + zeros))}")
+                args.append(boundscheck.view_address(self, a) if self.check else
+                            f"&{self.e_Index(ir.Index(root, a.prefix + zeros))}")
                 if not root.type.shape:
                     args += [f"{root.name}__s{k}" for k in range(p, root.type.ndim)]
             else:
@@ -723,6 +762,8 @@ class Emitter:
         if self.d.write_flags:
             args += [self.d.writer(self, a.array if isinstance(a, ir.View) else a)
                      for a, (name, _) in zip(e.args, e.fn.params) if name in e.fn.written]
+        if self.check:
+            args.append(boundscheck.RECORD)
         return f"{e.fn.name}({', '.join(args)})"
 
 

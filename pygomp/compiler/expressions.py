@@ -206,7 +206,7 @@ class Expressions:
                               copy.deepcopy(e), type=T.INT64)
             out.append(e)
         if len(out) == t.ndim:
-            return ir.Index(root, out, type=t.elem)
+            return ir.Index(root, out, type=t.elem, fixed=len(prefix))
         rest = T.Array(t.elem, t.ndim - len(out), t.space, t.shape[len(out):])
         return ir.View(root, out, type=rest)
 

@@ -9,8 +9,11 @@ division gives numpy's inf and nan, shifts and ``**`` are numpy's, a negative in
 from the end, a ``range`` loop's variable keeps its last value.  The differences:
 - integers have fixed width (Python ints are int64 in kernels) and overflow wraps around,
   as numpy's do, where Python's own ints would grow;
-- what Python reports as an error is not checked: an index out of range, a negative
-  integer power (it gives the integer part of the result);
+- what Python reports as an error is not checked: an index out of range (unless the
+  kernel is compiled with bounds checking, ``@omp.target(boundscheck=True)`` or
+  ``PYGOMP_BOUNDSCHECK=1``: then the first access out of range is not done, a read
+  gives 0, and the call raises numpy's IndexError at its Python line once the kernel
+  ends), a negative integer power (it gives the integer part of the result);
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start);
 - global scalars (module constants) are read once, when the kernel is compiled.
@@ -33,6 +36,7 @@ import numpy as np
 from ..errors import CompileError
 from . import ir, scoping
 from . import types as T
+from .boundscheck import RECORD
 from .calls import MATH, Calls
 from .expressions import _UNSET, Expressions
 from .loops import Loops, Scope
@@ -54,12 +58,19 @@ class Registry:
         self.busy = set()
 
 
-def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None) -> ir.Function:
+def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
+                     boundscheck=False) -> ir.Function:
     """The typed IR of a Python function for the given argument types (a list with one
-    `types.Scalar`/`types.Array` a parameter; annotations win over scalars given)."""
+    `types.Scalar`/`types.Array` a parameter; annotations win over scalars given).
+    ``boundscheck``: a kernel whose every array access is checked; it takes the error
+    record as one more array parameter (see `boundscheck`)."""
     fe = Frontend(fn, argtypes, is_kernel=is_kernel, registry=registry or Registry(),
                   name=name)
-    return fe.build()
+    out = fe.build()
+    if boundscheck and is_kernel:
+        out.boundscheck = True
+        out.params.append((RECORD, T.Array(T.INT64, 1)))
+    return out
 
 
 class Frontend(Statements, Loops, Expressions, Calls):

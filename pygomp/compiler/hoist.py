@@ -74,4 +74,4 @@ def same(a, b) -> bool:
     if not hasattr(a, "__dataclass_fields__"):
         return a == b
     return all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a)
-               if f.name != "weak")
+               if f.name not in ("weak", "fixed"))

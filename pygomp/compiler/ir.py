@@ -37,8 +37,11 @@ class ArrayRef(Expr):
 
 @dataclass
 class Index(Expr):
+    """An element; ``fixed``: how many of the indices are a named view's (``row = A[i]``),
+    so that a checked access names the view's own axis (left out of dump and ==)."""
     array: ArrayRef
     indices: list
+    fixed: int = field(default=0, kw_only=True, compare=False)
 
 
 @dataclass
@@ -255,6 +258,7 @@ class Function:
     decl_lines: dict = field(default_factory=dict)  # C name -> line of its first assignment
     written: dict = field(default_factory=dict)     # array parameter -> line of a store
     sizes: dict = field(default_factory=dict)       # private array -> run-time extents
+    boundscheck: bool = False                       # kernels: every access is checked
 
 
 def stores(fn: Function) -> dict:
@@ -322,7 +326,8 @@ def _e(v):
     if isinstance(v, HelperCall):
         return f"{v.fn.name}({', '.join(_e(a) for a in v.args)})"
     if isinstance(v, Expr):
-        inner = ", ".join(_e(getattr(v, f.name)) for f in fields(v) if f.name not in ("type", "weak"))
+        inner = ", ".join(_e(getattr(v, f.name)) for f in fields(v)
+                          if f.name not in ("type", "weak", "fixed"))
         return f"{type(v).__name__}<{v.type}>({inner})"
     if isinstance(v, list):
         return "[" + ", ".join(_e(x) for x in v) + "]"
