@@ -28,6 +28,13 @@ returns a scalar returns it from the call.  Launch sizes: ``num_gangs``, ``num_w
 plain Python function (it runs sequentially, for debugging).  Arrays must be
 C-contiguous.  The kernel language is described in `pygomp.compiler.frontend` and
 `pygomp.compiler.lang`.
+
+``@target(boundscheck=True)`` (or ``PYGOMP_BOUNDSCHECK=1`` for every kernel whose
+decorator leaves it unset) checks every array access against the array's extents
+(`pygomp.compiler.boundscheck`): the first access out of range is not done, and the
+call raises ``IndexError`` with its Python file and line, the index, the axis and the
+extent, once the kernel has ended.  The setting is part of the specialization (its own
+name, source and builds): changing ``kernel.boundscheck`` switches to the other one.
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ import weakref
 import numpy as np
 
 from . import kernel_cache
+from .compiler import boundscheck as BC
 from .compiler import types as T
 from .errors import CompileError
 from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target,  # noqa: F401
@@ -46,7 +54,7 @@ from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target, 
                             shared_array, vector, vector_id, vector_length, worker,
                             worker_id)
 from .constructs import ARRAYS, as_array
-from .runtime import devices, images, kinds, mapping, tasks
+from .runtime import devices, env, images, kinds, mapping, tasks
 from .runtime.plugin import DeviceArray, PluginError
 
 __all__ = ["target", "declare_target", "Kernel", "CompileError", "gang", "worker", "vector",
@@ -61,6 +69,7 @@ _STRUCT = {"b1": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2
            "u4": "I", "u8": "Q", "f4": "f", "f8": "d"}   # a result's dtype -> struct code
 _Item = mapping.Item
 
+_CHECKED = ("boundscheck",)     # ends the specialization key of a checked call
 _KINDS = {"to": kinds.TO, "from": kinds.FROM, "tofrom": kinds.TOFROM, "alloc": kinds.ALLOC}
 _MODS = {"always": kinds.FLAG_SPECIAL_2, "present": kinds.FLAG_PRESENT}
 
@@ -152,9 +161,10 @@ class Spec:
     device identity, and the recipe that turns a call's arguments into map items.  The
     compiler runs only for a target whose source is not on disk (`kernel_cache`)."""
 
-    def __init__(self, kernel, argtypes):
+    def __init__(self, kernel, argtypes, boundscheck=False):
         self.kernel = kernel
-        self.name = f"{kernel.__name__}__{_tag(argtypes)}"
+        self.checked = boundscheck      # every access checked, the record its last array
+        self.name = f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
         # annotations win over the scalar types of a call, as in the compiler
         self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
                          for pname, t in zip(kernel.param_names, argtypes)]
@@ -180,7 +190,7 @@ class Spec:
         if self._ir is None:
             from .compiler import frontend, reductions
             ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
-                                           name=self.name)
+                                           name=self.name, boundscheck=self.checked)
             reductions.lower(ir)
             self._params, self._ret, self._ir = ir.params, ir.ret, ir
         return self._ir
@@ -292,7 +302,27 @@ class Spec:
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
+        if self.checked:                # a fresh record a call, then its extent
+            record = np.zeros(BC.WORDS, np.int64)
+            add(_Item(record.ctypes.data, record.nbytes, kinds.TOFROM, record,
+                      f"{self.kernel.__name__}: its bounds-check record"))
+            add(_Item(BC.WORDS, 0, _FPI, None))
         return items
+
+    @staticmethod
+    def record(items):
+        """The record among a checked call's items (before a result is added)."""
+        return items[-2].obj
+
+    def check(self, dev, record):
+        """The IndexError a checked run left in its record, raised."""
+        if record[0]:
+            u = self.units.get(dev.plugin.target)
+            sites = getattr(u, "sites", None)
+            if not sites:               # a unit from the disk: the compiler numbers again
+                from .compiler import emit
+                sites = emit.emit(self.ir, dev.plugin.target_hooks()).sites
+            raise IndexError(BC.message(record, sites))
 
     def refuse_read_only(self, pos):
         """A ValueError, before anything runs, if the kernel writes argument ``pos``."""
@@ -381,7 +411,7 @@ class Kernel:
     """A compiled-on-demand offload kernel; call it like the Python function."""
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
-                 device=None, nowait=False, depend=None):
+                 device=None, nowait=False, depend=None, boundscheck=None):
         if isinstance(fn, (Kernel, DeclareTarget)):
             fn = fn.py_func
         if not inspect.isfunction(fn):
@@ -420,19 +450,38 @@ class Kernel:
         self._last = None           # the specialization of the previous call
         self._lock = threading.Lock()
         self._bound = {}
+        self._boundscheck = None if boundscheck is None else bool(boundscheck)
+
+    @property
+    def boundscheck(self) -> bool:
+        """Whether calls check every array access: the decorator's ``boundscheck``,
+        else ``PYGOMP_BOUNDSCHECK``.  Setting it (None: back to the environment's)
+        makes the next calls use the specializations of the new value."""
+        b = self._boundscheck
+        return env.settings().boundscheck if b is None else b
+
+    @boundscheck.setter
+    def boundscheck(self, value):
+        self._boundscheck = None if value is None else bool(value)
+        self._last = None
+        for b in list(self._bound.values()):
+            b.repeat = None
 
     def __repr__(self):
         return f"<pygomp kernel {self.__qualname__}>"
 
     # -- specialization ---------------------------------------------------------
-    def spec(self, args) -> Spec:
-        key = _key(args)
+    def spec(self, args, boundscheck=None) -> Spec:
+        """The specialization for ``args`` (checked as ``boundscheck`` says, else as
+        `boundscheck` is now)."""
+        check = self.boundscheck if boundscheck is None else bool(boundscheck)
+        key = _key(args) + _CHECKED if check else _key(args)
         s = self._specs.get(key)
         if s is None:
             with self._lock:
                 s = self._specs.get(key)
                 if s is None:
-                    s = self._specs[key] = Spec(self, self.argtypes(args))
+                    s = self._specs[key] = Spec(self, self.argtypes(args), check)
         return s
 
     def argtypes(self, args):
@@ -450,15 +499,16 @@ class Kernel:
             out.append(t)
         return out
 
-    def specialize(self, *types) -> Spec:
+    def specialize(self, *types, boundscheck=False) -> Spec:
         """Compile for explicit types (`types.Scalar`/`types.Array`, or dtypes for scalars)."""
         types = [t if isinstance(t, (T.Array, T.Scalar)) else T.scalar(t) for t in types]
-        return Spec(self, types)
+        return Spec(self, types, boundscheck)
 
-    def source(self, *args, target="host") -> str:
-        """The generated source of the specialization for ``args`` on ``target``."""
+    def source(self, *args, target="host", boundscheck=None) -> str:
+        """The generated source of the specialization for ``args`` on ``target`` (checked
+        as ``boundscheck`` says, else as `boundscheck` is now)."""
         dialect = dialect_for(target) if isinstance(target, str) else target
-        return self.spec(args).unit(dialect).source
+        return self.spec(args, boundscheck).unit(dialect).source
 
     def bind(self, args, kwargs):
         """The arguments of a call in parameter order, bound as Python binds them
@@ -506,7 +556,8 @@ class Kernel:
     def _prepare(self, args, dev):
         """The specialization for ``args``, ready on ``dev``, and the call's map items."""
         args = _in_place(self, _arrays(args), dev)
-        s = self._specs.get(_key(args)) or self.spec(args)
+        key = _key(args) + _CHECKED if self.boundscheck else _key(args)
+        s = self._specs.get(key) or self.spec(args)
         self._last = s
         if dev.identity not in s.tables:
             s.ready(dev)
@@ -524,6 +575,11 @@ class Kernel:
                     return r.run(values)
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
+        if s.checked:                   # a record of its own: never repeated
+            record = s.record(items)
+            out = r.run([items[i].addr for i in r.call.slots])
+            s.check(dev, record)
+            return out
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
                for pos, _, _ in r.arrays):
             s.repeats[dev] = r
@@ -533,6 +589,7 @@ class Kernel:
         """Start specialization ``s`` with map items ``items`` on a device with a queue
         (see `tasks.submit_queued`)."""
         out = None
+        record = s.record(items) if s.checked else None
         if s.ret_dtype is not None:
             out = np.empty(1, s.ret_dtype)
             items.append(_Item(out.ctypes.data, out.nbytes, kinds.FROM, out))
@@ -540,6 +597,8 @@ class Kernel:
 
         def finish(ok):
             mapping.end(region, copy_back=ok)
+            if ok and record is not None:
+                s.check(dev, record)
             return None if out is None else out[0].item()
         return event, finish, not region.created
 
@@ -599,10 +658,11 @@ def dialect_for(target: str):
 
 
 def target(fn=None, *, map=None, num_gangs=0, num_workers=0, vector_length=0, device=None,
-           nowait=False, depend=None):
-    """Make ``fn`` an offload kernel: ``@target`` or ``@target(map={...}, num_gangs=...)``."""
+           nowait=False, depend=None, boundscheck=None):
+    """Make ``fn`` an offload kernel: ``@target`` or ``@target(map={...}, num_gangs=...)``;
+    ``boundscheck=True`` checks every array access (None: as PYGOMP_BOUNDSCHECK says)."""
     def wrap(f):
         return Kernel(f, map=map, num_gangs=num_gangs, num_workers=num_workers,
                       vector_length=vector_length, device=device, nowait=nowait,
-                      depend=depend)
+                      depend=depend, boundscheck=boundscheck)
     return wrap(fn) if fn is not None else wrap

@@ -7,6 +7,8 @@ PYGOMP_DEVICES       ordered list of ``plugin[:selector]``; device numbers follo
                      (``none``: the initial device alone; empty is an error)
 PYGOMP_INFO          bitmask of what to report on stderr (see INFO_*)
 PYGOMP_PROFILE       a file to write a Chrome trace of the run into (see `trace`)
+PYGOMP_BOUNDSCHECK   1: every kernel checks its array accesses (an IndexError at the
+                     Python line; a decorator's ``boundscheck=`` wins)
 PYGOMP_POISON        1: device memory a map allocates without copying into it (alloc,
                      from; OpenACC create, copyout) is filled, so that a missing ``to``
                      shows: signalling NaNs for float arrays, else 0xA5 bytes
@@ -47,6 +49,7 @@ class Settings:
     info: int
     cache_dir: str
     profile: str = ""            # PYGOMP_PROFILE: where to write a trace, "" for none
+    boundscheck: bool = False    # PYGOMP_BOUNDSCHECK: kernels check their array accesses
     poison: bool = False         # PYGOMP_POISON: fill what maps allocate without a copy
 
 
@@ -72,6 +75,7 @@ def _parse(environ) -> Settings:
         info=_int(environ, "PYGOMP_INFO", 0),
         cache_dir=cache_dir(environ),
         profile=environ.get("PYGOMP_PROFILE", ""),
+        boundscheck=_int(environ, "PYGOMP_BOUNDSCHECK", 0) != 0,
         poison=_int(environ, "PYGOMP_POISON", 0) != 0,
     )
 
