@@ -11,21 +11,26 @@ own errors for the user (`_on_error`).
 A target region whose function has no image on its device:
 - on a device of the host plugin (separate memory, host-addressable) its host code
   runs with the device addresses;
-- on another device (OpenCL, CUDA) it runs on the initial device, with a PYGOMP_INFO
-  message, or fails under OMP_TARGET_OFFLOAD=mandatory.
+- on another device (OpenCL, CUDA) it maps on that device as the construct says, and
+  its host code runs on the host with a host view of the device's data (`_on_host`),
+  with a PYGOMP_INFO message; under OMP_TARGET_OFFLOAD=mandatory (OpenMP) it fails.
 
 OpenACC's constructs run on `pygomp.acc`'s current device with OpenACC's reference
 counts; ``async`` work goes to that device's queues (`acc.run`).
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import errno
 import itertools
 import json
 import re
 import sys
+import threading
 import traceback
+
+import numpy as np
 
 from . import acc, api
 from .runtime import accmap, devices, env, gcc_images, images, kinds, mapping
@@ -137,8 +142,15 @@ def pg_py_target(device, fn, n, packed, args):
             raise devices.OffloadError("OMP_TARGET_OFFLOAD is set to MANDATORY, but device "
                                        "cannot be used for offloading")
         env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
-                                  f"the target region at {fn:#x}: host fallback")
-        dev = devices.initial()
+                                  f"the target region at {fn:#x}: host fallback with the "
+                                  f"device's data")
+
+        def call(words):
+            if n:
+                args[0:n] = words
+            lib.pg_call_host(fn, args, -1)
+        _region_on_host(dev, fn, items, call, "target region")
+        return 1
     region = mapping.begin(dev, items)
     ok = False
     try:
@@ -153,6 +165,131 @@ def pg_py_target(device, fn, n, packed, args):
 
 def _has_image(dev, fn):
     return bool(dev.loaded) and mapping.find_function(dev, fn) is not None
+
+
+# -- regions without an image, run on the host with a host view of the device's data --
+
+_blocks = {}            # what omp_target_alloc gave C: address -> (device number, size)
+_merging = threading.Lock()     # one write-back of host views at a time
+
+
+def _region_on_host(dev, fn, items, call, what, acc_=False):
+    """A region with no image on ``dev`` (a device whose memory the host cannot use):
+    it maps on ``dev`` as the construct says (the same checks, counts and copies as a
+    region there), and ``call(words)`` runs its host code on the host later in the
+    construct's order (`_on_host`), then the construct ends as on the device.  Inside an
+    async queue's `mapping.deferred` block the map changes now and the rest waits."""
+    r = mapping.begin(dev, items, acc=acc_)
+    ok = False
+    try:
+        spans, slots = accmap.device_memory(dev)        # now: entries may go at the end
+        spans += [(a, a + size) for a, (d, size) in list(_blocks.items()) if d == dev.number]
+        spans += [(a, a + size) for a, size in acc.allocations(dev)]
+        pointers = []       # the private copies of deviceptr's pointers
+        anchors = []        # per word, an address inside the memory it points into
+        for i, (it, w, e) in enumerate(zip(r.items, r.args, r.entries)):
+            k = kinds.base(it.kind)
+            # a struct's base, or an implicit map's start, may lie before its memory
+            anchors.append(e.dev_start if e is not None else
+                           r.args[i + 1] if k == kinds.STRUCT else w)
+            if k in (kinds.FIRSTPRIVATE, kinds.FORCE_DEVICEPTR):
+                size = mapping.PTR if k == kinds.FORCE_DEVICEPTR else it.size
+                spans.append((w, w + max(size, 1)))
+                if k == kinds.FORCE_DEVICEPTR:
+                    pointers.append(w)
+        where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
+        mapping.later(_on_host, dev, list(zip(r.args, anchors)), _merged(spans),
+                      sorted(slots), pointers, call, where)
+        ok = True
+    finally:
+        mapping.end(r, copy_back=ok)
+
+
+def _merged(spans):
+    """Sorted ranges with the overlapping ones joined: (starts, ends)."""
+    starts, ends = [], []
+    for lo, hi in sorted(spans):
+        if ends and lo < ends[-1]:
+            ends[-1] = max(ends[-1], hi)
+        else:
+            starts.append(lo)
+            ends.append(hi)
+    return starts, ends
+
+
+def _on_host(dev, words, ranges, slots, pointers, call, where):
+    """Run a region's host code on the host with a host view of ``dev``'s memory.
+
+    Each device range that its words point into (``words``: pairs of a word and an
+    address inside what it points to), or that the pointers attached there point into,
+    is copied to host memory of its own; the words and those pointers point there
+    instead.  After the call only the bytes the code changed go back, into the device's
+    current copy, so regions that run at once and write different parts of a block lose
+    nothing.  The host's own copies of mapped data are never touched.  A deviceptr that
+    points into no device memory that pygomp knows is refused, naming the region."""
+    starts, ends = ranges
+    views = {}                  # range index -> (host copy, its bytes as read)
+    todo = []                   # pointer slots (device addresses) in the views so far
+
+    def host(w):
+        """The host view of device address ``w``, or None outside every range."""
+        i = bisect.bisect_right(starts, w) - 1
+        if i < 0 or w > ends[i]:
+            return None
+        if i not in views:
+            size = ends[i] - starts[i]
+            copy = ctypes.create_string_buffer(size)
+            dev.plugin.dev2host(dev.local, ctypes.addressof(copy), starts[i], size)
+            views[i] = (copy, copy.raw)
+            todo.extend(slots[bisect.bisect_left(slots, starts[i]):
+                              bisect.bisect_left(slots, ends[i])])
+        return ctypes.addressof(views[i][0]) + (w - starts[i])
+
+    translated = []
+    for w, anchor in words:
+        at = host(anchor)
+        translated.append(w if at is None else at + (w - anchor))
+    for p in pointers:
+        slot = host(p)
+        value = ctypes.c_uint64.from_address(slot).value
+        if value and host(value) is None:
+            raise mapping.MappingError(f"{where} has no image, and its host code cannot use "
+                                       f"deviceptr's {value:#x}: no device memory that pygomp "
+                                       f"knows holds it")
+    todo += pointers
+    restore = []                # (host slot, device value) of the pointers translated
+    seen = set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        slot = ctypes.c_uint64.from_address(host(p))
+        target = host(slot.value) if slot.value else None
+        if target is not None:
+            restore.append((slot, slot.value))
+            slot.value = target
+    call(translated)
+    for slot, value in restore:
+        slot.value = value
+    with _merging:
+        for i, (copy, before) in views.items():
+            _write_back(dev, starts[i], copy.raw, before)
+
+
+def _write_back(dev, start, after, before):
+    """The bytes of a host view that its region changed, into the device's current
+    copy."""
+    if after == before:
+        return
+    new, old = np.frombuffer(after, np.uint8), np.frombuffer(before, np.uint8)
+    changed = np.flatnonzero(new != old)
+    lo, hi = int(changed[0]), int(changed[-1]) + 1
+    current = np.empty(hi - lo, np.uint8)
+    dev.plugin.dev2host(dev.local, current.ctypes.data, start + lo, hi - lo)
+    mask = new[lo:hi] != old[lo:hi]
+    current[mask] = new[lo:hi][mask]
+    dev.plugin.host2dev(dev.local, start + lo, current.ctypes.data, hi - lo)
 
 
 def pg_py_data(op, device, n, packed, hostaddrs):
@@ -262,10 +399,14 @@ def pg_py_set_default_device(n):
 
 
 def pg_py_target_alloc(size, n):
-    return ffi.cast("void *", _c(api.omp_target_alloc, 0, size, n))
+    d = _c(api.omp_target_alloc, 0, size, n)
+    if d:
+        _blocks[d] = (devices.resolve(n, routine=True).number, size)
+    return ffi.cast("void *", d)
 
 
 def pg_py_target_free(ptr, n):
+    _blocks.pop(_int(ptr), None)
     _c(api.omp_target_free, None, _int(ptr), n)
 
 
@@ -333,11 +474,17 @@ def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits
     if _has_image(dev, fn):
         launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
         acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev)
-        return 1
-    if dev.target == "host":
+    elif dev.target == "host":
         acc.run(async_, lambda: _acc_region(dev, fn, items), dev)
-    else:       # all of it when the queue gets there
-        acc.run(async_, lambda: mapping.later(_acc_region_on_host, dev, fn, items), dev)
+    else:
+        env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
+                                  f"the compute region at {fn:#x}: its host code runs on the "
+                                  f"host with the device's data")
+
+        def call(words):
+            lib.pg_call_acc(fn, ffi.new("uintptr_t[]", words or [0]), acc.device_host)
+        acc.run(async_, lambda: _region_on_host(dev, fn, items, call, "compute region",
+                                                acc_=True), dev)
     return 1
 
 
@@ -359,35 +506,6 @@ def _acc_region(dev, fn, items):
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
         mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
-        ok = True
-    finally:
-        mapping.end(r, copy_back=ok)
-
-
-def _acc_region_on_host(dev, fn, items):
-    """A compute region without an image on a device that cannot run host code: it
-    maps on ``dev`` as the construct says, and its host code runs on the host with the
-    device's data: everything mapped on ``dev`` comes from the device before and goes
-    back after, and the host's own bytes are restored (PYGOMP_INFO 0x10 says so)."""
-    env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
-                              f"the compute region at {fn:#x}: its host code runs on the "
-                              f"host with the device's data")
-    if any(kinds.base(it.kind) == kinds.FORCE_DEVICEPTR for it in items):
-        raise mapping.MappingError(f"device {dev.number} ({dev.plugin.name}): deviceptr in a "
-                                   f"compute region without an image: the host code that "
-                                   f"runs it cannot use the device's addresses")
-    r = mapping.begin(dev, items, acc=True)
-    ok = False
-    try:
-        spans = [Item(a, n, kinds.FROM) for a, n in mapping.mapped_ranges(dev)]
-        own = [ctypes.string_at(it.addr, it.size) for it in spans]
-        mapping.update(dev, spans)
-        host = mapping.begin(devices.initial(), items)
-        args = ffi.new("uintptr_t[]", host.args or [0])
-        lib.pg_call_acc(fn, args, acc.device_host)
-        mapping.update(dev, [it._replace(kind=kinds.TO) for it in spans])
-        for it, b in zip(spans, own):
-            ctypes.memmove(it.addr, b, it.size)
         ok = True
     finally:
         mapping.end(r, copy_back=ok)

@@ -313,9 +313,12 @@ def enqueue(dev, q, fn, after=()) -> None:
     """Run ``fn()`` on queue ``q`` of ``dev`` after the queue's earlier work and the
     work queued so far on the queues ``after``."""
     queue = _queue(dev, q)
-    waits = [_queue(dev, a).address() for a in after if a != q]
+    earlier = [_queue(dev, a).last for a in after if a != q]    # waited for, not depended
+    earlier = [t for t in earlier if t is not None]              # on: their later work goes on
 
     def work():
+        for t in earlier:
+            t.wait()
         if queue.error is None:
             try:
                 fn()
@@ -323,7 +326,7 @@ def enqueue(dev, q, fn, after=()) -> None:
                 queue.error = e
 
     with queue.lock:
-        queue.last = tasks.submit(work, depend={"inout": [queue.address()], "in": waits})
+        queue.last = tasks.submit(work, depend={"inout": [queue.address()]})
 
 
 def run(q, fn, dev=None):
@@ -462,6 +465,12 @@ def malloc(size) -> int:
     with _lock:
         _allocated[dev, d] = size
     return d
+
+
+def allocations(dev) -> list:
+    """``(address, size)`` of what acc_malloc gave on ``dev`` and is not freed."""
+    with _lock:
+        return [(a, n) for (x, a), n in _allocated.items() if x is dev]
 
 
 def free(d) -> None:

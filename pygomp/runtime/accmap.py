@@ -5,7 +5,7 @@ its entries' counts (through mapping's `_birth`, `_death` and `_ref`)."""
 from __future__ import annotations
 
 from . import kinds
-from .mapping import (INFINITY, PTR, _attach_pointer, _birth, _copy_from, _death,
+from .mapping import (INFINITY, PTR, _attach_pointer, _birth, _block, _copy_from, _death,
                       _detach_pointer, _error, _owner, _range, _ref, _release,
                       _write_pointer, later)
 
@@ -156,6 +156,25 @@ def check_free(dev, d: int) -> None:
             raise _error(dev, f"refusing to free device memory space at {d:#x} that is "
                               f"still mapped at [{e.host_start + (d - e.dev_start):#x},"
                               f"+{e.host_end - e.host_start}]")
+
+
+def device_memory(dev):
+    """What host code standing in for a region on ``dev`` can reach of the device's
+    memory through the map: the device ranges ``(start, end)`` of the mapped entries
+    (acc_map_data's and associated ones too, not images'; a struct's members as one range
+    from the first to the last, holes included), and the device addresses of the
+    pointers attached in them."""
+    spans, slots = {}, []
+    with dev.lock:
+        for e in dev.map:
+            if (e.refcount == INFINITY and not e.associated) or e.host_end == e.host_start:
+                continue
+            lo, hi = e.dev_start, e.dev_start + (e.host_end - e.host_start)
+            key = id(_block(e))
+            old = spans.get(key, (lo, hi))
+            spans[key] = (min(lo, old[0]), max(hi, old[1]))
+            slots += [e.dev_start + off for off in e.attached or ()]
+    return list(spans.values()), slots
 
 
 def map_data(dev, h: int, d: int, size: int) -> None:

@@ -1069,13 +1069,6 @@ def remove_entries(dev, entries) -> None:
         _death(dev, e)
 
 
-def mapped_ranges(dev) -> list:
-    """The host ranges ``(address, size)`` mapped on ``dev`` (not images' entries)."""
-    with dev.lock:
-        return [(e.host_start, e.host_end - e.host_start) for e in dev.map
-                if e.refcount != INFINITY and e.host_end > e.host_start]
-
-
 def release_all(dev) -> None:
     """At the device's end: remove what is still mapped (reported under PYGOMP_INFO),
     free the result slots."""
