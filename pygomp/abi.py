@@ -468,14 +468,13 @@ def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits
     if num_waits:
         acc.wait_list(async_, ffi.unpack(waits, num_waits))
     items = _items(n, packed)
-    if async_ != acc.async_sync:
-        items = [_owned(it) for it in items]
     launch = tuple(ffi.unpack(dims, 3))
-    if _has_image(dev, fn):
+    if _has_image(dev, fn):     # the map changes now, its copies in take the host's bytes now
         launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
-        acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev)
+        acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev,
+                stage=True)
     elif dev.target == "host":
-        acc.run(async_, lambda: _acc_region(dev, fn, items), dev)
+        acc.run(async_, lambda: _acc_region(dev, fn, items), dev, stage=True)
     else:
         env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
                                   f"the compute region at {fn:#x}: its host code runs on the "
@@ -484,19 +483,8 @@ def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits
         def call(words):
             lib.pg_call_acc(fn, ffi.new("uintptr_t[]", words or [0]), acc.device_host)
         acc.run(async_, lambda: _region_on_host(dev, fn, items, call, "compute region",
-                                                acc_=True), dev)
+                                                acc_=True), dev, stage=True)
     return 1
-
-
-def _owned(it):
-    """An async region's firstprivate and deviceptr items read their bytes at the
-    construct (the caller's variables may be gone when the queue runs it): a copy that
-    the item owns."""
-    if kinds.base(it.kind) not in (kinds.FIRSTPRIVATE, kinds.FORCE_DEVICEPTR):
-        return it
-    size = mapping.PTR if kinds.base(it.kind) == kinds.FORCE_DEVICEPTR else it.size
-    copy = ctypes.create_string_buffer(ctypes.string_at(it.addr, size), max(size, 1))
-    return it._replace(addr=ctypes.addressof(copy), obj=copy)
 
 
 def _acc_region(dev, fn, items):

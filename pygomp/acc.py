@@ -329,12 +329,14 @@ def enqueue(dev, q, fn, after=()) -> None:
         queue.last = tasks.submit(work, depend={"inout": [queue.address()]})
 
 
-def run(q, fn, dev=None):
+def run(q, fn, dev=None, stage=False):
     """``fn()`` now (``q`` is async_sync), or with queue ``q`` of the current device: the
     map changes now, and the device work that ``fn``'s map operations make (copies,
     launches, frees) is done by the queue, after its earlier work.  Device memory is
     freed only after the work queued so far on every queue of the device (as cuMemFree
-    waits for the device): that work may still use it."""
+    waits for the device): that work may still use it.  With ``stage`` (a compute
+    construct) the copies to the device take the host's bytes now, as libgomp's plugins
+    stage them: what the construct copies in is what the host held when it was reached."""
     _check_async(q)
     dev = dev or current()
     with mapping.deferred() as work:
@@ -345,11 +347,19 @@ def run(q, fn, dev=None):
             _wait_queues(dev, _queues_of(dev))
         mapping.do(work)
         return result
-    rest = [w for w in work if w[0] != dev.plugin.free]
+    rest = [_staged(w) if stage and w[0] == dev.plugin.host2dev else w
+            for w in work if w[0] != dev.plugin.free]
     enqueue(dev, q, lambda: mapping.do(rest))
     if frees:
         enqueue(dev, q, lambda: mapping.do(frees), after=_queues_of(dev))
     return result
+
+
+def _staged(w):
+    """A deferred host-to-device copy that reads a copy of its host bytes taken now."""
+    fn, (local, d, src, size), _ = w
+    copy = ctypes.create_string_buffer(ctypes.string_at(src, size), max(size, 1))
+    return fn, (local, d, ctypes.addressof(copy), size), copy
 
 
 def async_test(q) -> bool:
