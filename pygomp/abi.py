@@ -33,8 +33,8 @@ import traceback
 import numpy as np
 
 from . import acc, api
-from .runtime import accmap, devices, env, gcc_images, images, kinds, mapping
-from .runtime.mapping import Item
+from .runtime import accmap, deferred, devices, env, gcc_images, images, kinds, mapping
+from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
 OP_TARGET, OP_DATA, OP_UPDATE, OP_ENTER, OP_EXIT = range(5)    # shim.c's constants
@@ -178,7 +178,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False):
     it maps on ``dev`` as the construct says (the same checks, counts and copies as a
     region there), and ``call(words)`` runs its host code on the host later in the
     construct's order (`_on_host`), then the construct ends as on the device.  Inside an
-    async queue's `mapping.deferred` block the map changes now and the rest waits."""
+    async queue's `deferred.deferred` block the map changes now and the rest waits."""
     r = mapping.begin(dev, items, acc=acc_)
     ok = False
     try:
@@ -193,12 +193,12 @@ def _region_on_host(dev, fn, items, call, what, acc_=False):
             anchors.append(e.dev_start if e is not None else
                            r.args[i + 1] if k == kinds.STRUCT else w)
             if k in (kinds.FIRSTPRIVATE, kinds.FORCE_DEVICEPTR):
-                size = mapping.PTR if k == kinds.FORCE_DEVICEPTR else it.size
+                size = PTR if k == kinds.FORCE_DEVICEPTR else it.size
                 spans.append((w, w + max(size, 1)))
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
-        mapping.later(_on_host, dev, list(zip(r.args, anchors)), _merged(spans),
+        deferred.later(_on_host, dev, list(zip(r.args, anchors)), _merged(spans),
                       sorted(slots), pointers, call, where)
         ok = True
     finally:
@@ -493,7 +493,7 @@ def _acc_region(dev, fn, items):
     ok = False
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
-        mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
+        deferred.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
         ok = True
     finally:
         mapping.end(r, copy_back=ok)
@@ -634,5 +634,5 @@ _ACC_BY_NUMBER = tuple(_ACC.values())
 def pg_py_acc(routine, words, async_, result):
     """An acc_* routine: its value (None: 0) goes to ``*result``."""
     value = _ACC_BY_NUMBER[routine](words[0], words[1], words[2], async_)
-    result[0] = int(value or 0) & mapping.WORD
+    result[0] = int(value or 0) & WORD
     return 1

@@ -54,7 +54,7 @@ from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target, 
                             shared_array, vector, vector_id, vector_length, worker,
                             worker_id)
 from .constructs import ARRAYS, as_array
-from .runtime import devices, env, images, kinds, mapping, tasks
+from .runtime import calls, devices, env, images, kinds, mapping, tasks
 from .runtime.plugin import DeviceArray, PluginError
 
 __all__ = ["target", "declare_target", "Kernel", "CompileError", "gang", "worker", "vector",
@@ -335,7 +335,7 @@ class Spec:
 class _Repeat:
     """A call that may repeat on one device: its arrays (weak references, so that the
     user may let go of them, and their shapes), its scalars' positions and Python types,
-    the prepared `mapping.Call` (its items own nothing), and how its result's bytes
+    the prepared `calls.Call` (its items own nothing), and how its result's bytes
     read."""
     __slots__ = ("n", "arrays", "scalars", "call", "result")
 
@@ -355,8 +355,8 @@ class _Repeat:
                 slots.append(i)
                 i += 1
         items = [it if it.obj is None else it._replace(obj=None) for it in items]
-        self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch,
-                                 self.result.size if self.result else 0)
+        self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
+                               self.result.size if self.result else 0)
 
     def run(self, values):
         """Run with these scalar words; the kernel's result, or None."""

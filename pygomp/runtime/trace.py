@@ -9,7 +9,7 @@ one track a device and a thread.  The file is written when the program ends.
 
 Tracing wraps the plugins' checked operations (`instrument`, for each plugin the runtime
 loads) and the mapping layer's entry points (`start`), so that without
-PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`mapping.Call`) go
+PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`calls.Call`) go
 through `mapping.target` while tracing, so every map and unmap is seen.
 """
 from __future__ import annotations
