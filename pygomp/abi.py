@@ -33,7 +33,7 @@ import traceback
 import numpy as np
 
 from . import acc, api
-from .runtime import accmap, deferred, devices, env, gcc_images, images, kinds, mapping
+from .runtime import accmap, calls, deferred, devices, env, gcc_images, images, kinds, mapping
 from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -88,43 +88,36 @@ def _words(exc) -> str:
     return f"pygomp: {type(exc).__name__}: {exc}"
 
 
-_resolved = (None, None, None)   # (number, device list, device): the last resolution
-
-
-def _device(device: int) -> devices.Device:
-    """The device of a construct (shim.c has already read GOMP_DEVICE_ICV).  The last
-    device that a number named itself is reused while the device list and its state
-    stay (anything else goes through the resolver, with its fallbacks and messages)."""
-    global _resolved
-    number, devs, dev = _resolved
-    if number == device and devs is devices.all_devices() and dev.state == "initialized":
-        return dev
-    dev = devices.resolve(device, compiled=True)
-    if dev.number == device:
-        _resolved = (device, devices.all_devices(), dev)
-    return dev
-
-
 _new = tuple.__new__            # an Item without namedtuple's slower constructor
 _DEFAULTS = tuple(Item._field_defaults.values())      # the fields after addr, size, kind
 _NULL = Item(0, 0, kinds.FIRSTPRIVATE_INT)
-_decoded = {}                   # the packed items of recent constructs -> their Items
+_targets = {}                   # (device, fn, packed items) -> its region's calls.Call
 
 
 def _items(n, packed):
     """The map items of a construct from shim.c's (address, size, kind) triples, in
-    order (a NULL address is passed as NULL).  A loop's region repeats its triples:
-    they are decoded once."""
-    key = ffi.buffer(packed, 24 * n)[:]
-    items = _decoded.get(key)
-    if items is None:
-        w = ffi.unpack(packed, 3 * n)
-        items = [_new(Item, (a, s, k) + _DEFAULTS) if a else _NULL
-                 for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
-        if len(_decoded) >= 4096:
-            _decoded.clear()
-        _decoded[key] = items
-    return items
+    order (a NULL address is passed as NULL)."""
+    w = ffi.unpack(packed, 3 * n)
+    return [_new(Item, (a, s, k) + _DEFAULTS) if a else _NULL
+            for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
+
+
+def _target_call(device, fn, n, packed):
+    """The `calls.Call` of a target region: a loop's region repeats its triples, and
+    reuses its items, device and look-ups while the call is fresh.  A number that the
+    resolver turns into another device is resolved every time."""
+    key = (device, fn, ffi.buffer(packed, 24 * n)[:])
+    call = _targets.get(key)
+    if call is not None and call.fresh():
+        return call
+    dev = devices.resolve(device, compiled=True)
+    call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
+                      _launch.get(fn, (0, 0, 0)))
+    if dev.number == device:
+        if len(_targets) >= 4096:
+            _targets.clear()
+        _targets[key] = call
+    return call
 
 
 # -- constructs: each returns 0 for a failure, else non-zero ---------------------
@@ -132,10 +125,10 @@ def _items(n, packed):
 def pg_py_target(device, fn, n, packed, args):
     """GOMP_target_ext: map, run (an image, or the host code with device addresses:
     ``args`` is the argument block shim.c gave), unmap."""
-    dev = _device(device)
-    items = _items(n, packed)
+    prepared = _target_call(device, fn, n, packed)
+    dev, items = prepared.dev, prepared.items
     if _has_image(dev, fn):
-        mapping.target(dev, fn, items, _launch.get(fn, (0, 0, 0)))
+        prepared.run()
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -155,7 +148,7 @@ def pg_py_target(device, fn, n, packed, args):
     ok = False
     try:
         if n:
-            args[0:n] = region.args        # one word an item (cffi checks the length)
+            args[0:n] = region.args        # one word per item (cffi checks the length)
         lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
         ok = True
     finally:
@@ -294,7 +287,7 @@ def _write_back(dev, start, after, before):
 
 def pg_py_data(op, device, n, packed, hostaddrs):
     """target data (returns the region's handle), update, enter data, exit data."""
-    dev = _device(device)
+    dev = devices.resolve(device, compiled=True)
     items = _items(n, packed)
     if op == OP_DATA:
         return _data_region(mapping.begin(dev, items), hostaddrs)

@@ -605,17 +605,16 @@ class Kernel:
 
 class Bound:
     """A kernel bound to a device (``kernel.on(device)``)."""
-    __slots__ = ("kernel", "device", "nowait", "depend", "dev", "devs", "repeat")
+    __slots__ = ("kernel", "device", "nowait", "depend", "repeat")
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
-        self.dev = self.devs = None     # the resolved device, and the device list it is of
         self.repeat = None              # the _Repeat of the last call, to try first
 
     def __call__(self, *args, nowait=None, depend=None, **kwargs):
         r = self.repeat
         if r is not None and nowait is None and depend is None and not kwargs \
-                and self.devs is devices.all_devices():
+                and r.call.fresh():
             values = r.values(args)
             if values is not None:
                 return r.run(values)
@@ -627,11 +626,7 @@ class Bound:
         if not (nowait or depend or k.nowait or k.depend):
             if self.device is None:     # the default device: an ICV that may change
                 return k._run(None, args)
-            dev = self.dev
-            if dev is None or self.devs is not devices.all_devices() \
-                    or dev.state != "initialized":
-                dev = self.dev = devices.resolve(self.device)
-                self.devs = devices.all_devices()
+            dev = devices.resolve(self.device)
             out = k._run(self.device, args, dev)
             self.repeat = None if self.nowait or self.depend else k._last.repeats.get(dev)
             return out

@@ -1,17 +1,18 @@
 """Repeated calls: a target construct prepared for calls that repeat its map items (a
-kernel called again with the same arrays).
+kernel called again with the same arrays, a C target region in a loop).
 
-While the device's map is unchanged since the items were looked up (its version), a
-call reuses the function's address, the entries found and the words they give: it only
-counts the entries up, runs, and counts them down.  Anything else a construct would do
-(create, copy, report under PYGOMP_INFO or PYGOMP_PROFILE) goes through
-`mapping.target`, as does any error.
+The one cache of what a call looked up, with one rule for when it is stale: a `Call`
+is `fresh` while the device list and the device's map (`IntervalMap.version`) are the
+ones its last look-up saw.  While it is, a call reuses the device, the function's
+address, the entries found and the words they give: it only counts the entries up,
+runs, and counts them down.  Anything else a construct would do (create, copy, report
+under PYGOMP_INFO or PYGOMP_PROFILE) goes through `mapping.target`, as does any error.
 """
 from __future__ import annotations
 
 import ctypes
 
-from . import env, kinds, mapping, trace
+from . import devices, env, kinds, mapping, trace
 from .entries import WORD, Item, down, owner, ref
 
 RESULT = 8          # bytes of a result slot: a kernel's result is a scalar
@@ -24,21 +25,25 @@ class Call:
     A kernel with a result (``result`` bytes, at most `RESULT`) gets one more word: the
     address of a result slot of the device's own (as if mapped ``from``), and `run`
     returns the bytes the kernel left there."""
-    __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "version", "address",
-                 "counted", "entries", "words")
+    __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "devs", "version",
+                 "address", "counted", "entries", "words")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0):
         self.dev, self.fn, self.launch, self.result = dev, fn, launch, result
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
-        self.version = None             # the map version `words` were made for
+        self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
+
+    def fresh(self) -> bool:
+        """Whether what the last look-up found still holds (the one staleness rule)."""
+        return self.version == self.dev.map.version and self.devs is devices.all_devices()
 
     def run(self, values=()):
         """Run with ``values`` as the words at `slots`; the result's bytes, or None."""
         dev = self.dev
         with dev.lock:
-            if self.version != dev.map.version:
+            if self.version != dev.map.version:     # `fresh`, for the call's own device
                 self._look_up()
             words, counted, entries = self.words, self.counted, self.entries
             address = self.address
@@ -91,7 +96,7 @@ class Call:
         self.version, self.words, self.counted, self.entries = None, None, (), ()
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
-        self.version = dev.map.version
+        self.devs, self.version = devices.all_devices(), dev.map.version
         e = dev.map.find(self.fn, self.fn + 1)
         if e is None:
             return
