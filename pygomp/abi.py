@@ -127,7 +127,7 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     prepared = _target_call(device, fn, n, packed)
     dev, items = prepared.dev, prepared.items
-    if _has_image(dev, fn):
+    if prepared.fresh() or _has_image(dev, fn):     # fresh: its function was found
         prepared.run()
         return 1
     if dev.target != "host":
