@@ -335,8 +335,9 @@ class Spec:
 class _Repeat:
     """A call that may repeat on one device: its arrays (weak references, so that the
     user may let go of them, and their shapes), its scalars' positions and Python types,
-    the prepared `calls.Call` (its items own nothing), and how its result's bytes
-    read."""
+    the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
+    that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
+    result's bytes read."""
     __slots__ = ("n", "arrays", "scalars", "call", "result")
 
     def __init__(self, spec, dev, args, items, launch):
@@ -354,7 +355,7 @@ class _Repeat:
                 self.scalars.append((pos, how, type(a)))
                 slots.append(i)
                 i += 1
-        items = [it if it.obj is None else it._replace(obj=None) for it in items]
+        items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
         self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
                                self.result.size if self.result else 0)
 

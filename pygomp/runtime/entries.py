@@ -184,8 +184,8 @@ def poison_pattern(obj) -> bytes:
     """What PYGOMP_POISON fills new device memory of ``obj`` with: for a float array
     (numpy's float16/32/64, and the parts of complex64/128) a signalling NaN per element,
     ``7FA00000`` (float32) or ``7FF4000000000000`` (float64); else (ints, or no array
-    known, as for C programs) 0xA5 bytes."""
-    dtype = getattr(obj, "dtype", None)
+    known, as for C programs) 0xA5 bytes.  ``obj`` may be the array's dtype."""
+    dtype = getattr(obj, "dtype", obj)
     kind, size = getattr(dtype, "kind", ""), getattr(dtype, "itemsize", 0)
     if kind == "c":
         kind, size = "f", size // 2
