@@ -11,10 +11,10 @@
     saxpy.on(1)(2.0, x, y)               # device 1
     f = saxpy.on(1)(2.0, x, y, nowait=True, depend={"inout": [y]}); f.wait()
 
-A kernel is compiled once a signature (the dtypes and ranks of its array arguments and
-the types of its scalars; a scalar annotation fixes its type) into source text once a
-target (host, opencl, ...), and the device's plugin builds that once a device identity,
-when such a device first runs the kernel; builds are cached on disk.  A call maps its
+A kernel is compiled once per signature (the dtypes and ranks of its array arguments
+and the types of its scalars; a scalar annotation fixes its type) into source text once
+per target (host, opencl, ...), and the device's plugin builds that once per device
+identity, when such a device first runs the kernel; builds are cached on disk.  A call maps its
 arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with "always"/"present"
 modifiers) as explicit maps, since a kernel may use every element: an array that extends
 a mapped section is a `MappingError` naming both ranges and the argument.  It passes

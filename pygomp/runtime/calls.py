@@ -3,10 +3,11 @@ kernel called again with the same arrays, a C target region in a loop).
 
 The one cache of what a call looked up, with one rule for when it is stale: a `Call`
 is `fresh` while the device list and the device's map (`IntervalMap.version`) are the
-ones its last look-up saw, and that look-up found the function.  While it is, a call reuses the device, the function's
-address, the entries found and the words they give: it only counts the entries up,
-runs, and counts them down.  Anything else a construct would do (create, copy, report
-under PYGOMP_INFO or PYGOMP_PROFILE) goes through `mapping.target`, as does any error.
+ones its last look-up saw, and that look-up found the function.  While it is, a call
+reuses the device, the function's address, the entries found and the words they give:
+it only counts the entries up, runs, and counts them down.  Anything else a construct
+would do (create, copy, report under PYGOMP_INFO or PYGOMP_PROFILE) goes through
+`mapping.target`, as does any error.
 """
 from __future__ import annotations
 
