@@ -192,7 +192,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False):
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
         deferred.later(_on_host, dev, list(zip(r.args, anchors)), _merged(spans),
-                      sorted(slots), pointers, call, where)
+                       sorted(slots), pointers, call, where)
         ok = True
     finally:
         mapping.end(r, copy_back=ok)

@@ -11,23 +11,23 @@
     saxpy.on(1)(2.0, x, y)               # device 1
     f = saxpy.on(1)(2.0, x, y, nowait=True, depend={"inout": [y]}); f.wait()
 
-A kernel is compiled once per signature (the dtypes and ranks of its array arguments
-and the types of its scalars; a scalar annotation fixes its type) into source text once
-per target (host, opencl, ...), and the device's plugin builds that once per device
-identity, when such a device first runs the kernel; builds are cached on disk.  A call maps its
-arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with "always"/"present"
-modifiers) as explicit maps, since a kernel may use every element: an array that extends
-a mapped section is a `MappingError` naming both ranges and the argument.  It passes
-scalars firstprivate and the array extents as extra words, and goes through the
-runtime's ``mapping.target``: data already present on the device (``target_data``) is
-not copied.  ``nowait``/``depend`` calls are tasks (`pygomp.runtime.tasks`): on a device
-with a queue they are started at once and ordered by its events; on every device the
-kernel is built and the arguments checked at the call, so such errors raise there.  A kernel that
-returns a scalar returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
-``vector_length`` on the decorator (0: the device's choice).  ``kernel.py_func`` is the
-plain Python function (it runs sequentially, for debugging).  Arrays must be
-C-contiguous.  The kernel language is described in `pygomp.compiler.frontend` and
-`pygomp.compiler.lang`.
+A kernel is compiled once per signature (the dtypes and ranks of its array arguments and
+the types of its scalars; a scalar annotation fixes its type) into source text once per
+target (host, opencl, ...), and the device's plugin builds that once per device
+identity, when such a device first runs the kernel; builds are cached on disk.  A call
+maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
+"always"/"present" modifiers) as explicit maps, since a kernel may use every element: an
+array that extends a mapped section is a `MappingError` naming both ranges and the
+argument.  It passes scalars firstprivate and the array extents as extra words, and goes
+through the runtime's ``mapping.target``: data already present on the device
+(``target_data``) is not copied.  ``nowait``/``depend`` calls are tasks
+(`pygomp.runtime.tasks`): on a device with a queue they are started at once and ordered
+by its events; on every device the kernel is built and the arguments checked at the
+call, so such errors raise there.  A kernel that returns a scalar returns it from the
+call.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
+(0: the device's choice).  ``kernel.py_func`` is the plain Python function (it runs
+sequentially, for debugging).  Arrays must be C-contiguous.  The kernel language is
+described in `pygomp.compiler.frontend` and `pygomp.compiler.lang`.
 
 ``@target(boundscheck=True)`` (or ``PYGOMP_BOUNDSCHECK=1`` for every kernel whose
 decorator leaves it unset) checks every array access against the array's extents
