@@ -103,9 +103,10 @@ def _items(n, packed):
 
 
 def _target_call(device, fn, n, packed):
-    """The `calls.Call` of a target region: a loop's region repeats its triples, and
-    reuses its items, device and look-ups while the call is fresh.  A number that the
-    resolver turns into another device is resolved every time."""
+    """The `calls.Call` of a target region, fresh or looked up now: a loop's region
+    repeats its triples, and reuses its items, device and look-ups while the call is
+    fresh.  A number that the resolver turns into another device is resolved every
+    time."""
     key = (device, fn, ffi.buffer(packed, 24 * n)[:])
     call = _targets.get(key)
     if call is not None and call.fresh():
@@ -113,6 +114,7 @@ def _target_call(device, fn, n, packed):
     dev = devices.resolve(device, compiled=True)
     call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
                       _launch.get(fn, (0, 0, 0)))
+    call.look_up()
     if dev.number == device:
         if len(_targets) >= 4096:
             _targets.clear()
@@ -127,7 +129,7 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     prepared = _target_call(device, fn, n, packed)
     dev, items = prepared.dev, prepared.items
-    if prepared.fresh() or _has_image(dev, fn):     # fresh: its function was found
+    if prepared.address is not None or (not prepared.fresh() and _has_image(dev, fn)):
         prepared.run()
         return 1
     if dev.target != "host":

@@ -2,12 +2,12 @@
 kernel called again with the same arrays, a C target region in a loop).
 
 The one cache of what a call looked up, with one rule for when it is stale: a `Call`
-is `fresh` while the device list and the device's map (`IntervalMap.version`) are the
-ones its last look-up saw, and that look-up found the function.  While it is, a call
-reuses the device, the function's address, the entries found and the words they give:
-it only counts the entries up, runs, and counts them down.  Anything else a construct
-would do (create, copy, report under PYGOMP_INFO or PYGOMP_PROFILE) goes through
-`mapping.target`, as does any error.
+is `fresh` while the device list, the device's state and its map
+(`IntervalMap.version`) are the ones its last look-up saw.  While it is, a call reuses
+the device, the function's address (None: not loaded), the entries found and the words
+they give: it only counts the entries up, runs, and counts them down.  Anything else a
+construct would do (create, copy, report under PYGOMP_INFO or PYGOMP_PROFILE) goes
+through `mapping.target`, as does any error.
 """
 from __future__ import annotations
 
@@ -37,10 +37,16 @@ class Call:
         self.words = self.address = None   # words None: go through `target`
 
     def fresh(self) -> bool:
-        """Whether what the last look-up found still holds (the one staleness rule).  A
-        fresh call's function is loaded, so its device is initialized: finalizing a
-        device removes its images' entries."""
-        return self.version == self.dev.map.version and self.devs is devices.all_devices()
+        """Whether what the last look-up found still holds (the one staleness rule)."""
+        dev = self.dev
+        return (self.version == dev.map.version and self.devs is devices.all_devices()
+                and dev.state == "initialized")
+
+    def look_up(self) -> None:
+        """Look the function and the items up now (a fresh call's `address` says whether
+        the function is loaded)."""
+        with self.dev.lock:
+            self._look_up()
 
     def run(self, values=()):
         """Run with ``values`` as the words at `slots`; the result's bytes, or None."""
@@ -99,11 +105,11 @@ class Call:
         self.version, self.words, self.counted, self.entries = None, None, (), ()
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
+        self.devs, self.version = devices.all_devices(), dev.map.version
         e = dev.map.find(self.fn, self.fn + 1)
+        self.address = None if e is None else e.dev_start
         if e is None:
             return                      # not loaded: `target` says so
-        self.devs, self.version = devices.all_devices(), dev.map.version
-        self.address = e.dev_start
         if dev.is_initial:              # host addresses: nothing is mapped
             self.words = _initial_words(self.items)
             return
