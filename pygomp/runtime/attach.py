@@ -1,6 +1,13 @@
 """The kinds GCC emits for pointers, struct members and use_device_ptr/addr, and the
 attach counts of pointers in mapped memory.
 
+- The members of a mapped struct (GCC's GOMP_MAP_STRUCT) are entries of their own in
+  one device allocation; they share the first member's reference count, and are
+  removed together (OpenACC: each keeps counts of its own, the allocation goes with
+  the last of them).
+- Pointers attached in mapped memory (ATTACH) are never copied either way while
+  attached (entries.py's copies leave them out).
+
 A handler takes a `mapping.Region` and one item, and adds the item's entry (or None) and
 word to the region; it maps what it needs through the region (`Region.use`,
 `Region.create`, `Region.count`), so that `mapping.begin` undoes it with the rest."""
@@ -96,7 +103,7 @@ def _use_device_ptr(region, it):
     region.args.append(word)
 
 
-def struct(region, it, members):
+def map_struct(region, it, members):
     """STRUCT: ``members`` (sorted by address) mapped together: new ones get entries in
     one device allocation from the first one's start to the last one's end; present
     ones must all be members of one mapped struct.  The word of the STRUCT item is the

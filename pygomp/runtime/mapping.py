@@ -125,7 +125,7 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
                     entries.append(None)
                     args.append(it.addr & WORD)
                 elif it.kind == kinds.STRUCT:
-                    attach.struct(region, it, items[i + 1:i + 1 + it.size])
+                    attach.map_struct(region, it, items[i + 1:i + 1 + it.size])
                     i += it.size
                 elif it.kind == kinds.ALWAYS_POINTER:
                     attach.always_pointer(region, it, items[i - 1] if i else None)
