@@ -24,6 +24,9 @@ class MappingError(RuntimeError):
     """A map clause cannot be carried out; the map is left as it was."""
 
 
+MappingError.__module__ = "pygomp.runtime.mapping"     # its public name, in tracebacks too
+
+
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
                  "dynamic_refcount", "keepalive", "associated", "attached", "group", "shared")
