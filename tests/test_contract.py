@@ -9,7 +9,7 @@ from pygomp import CompileError, PluginError
 from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import Item
-from pygomp.runtime.plugin import DONE, KernelInfo, Source
+from pygomp.runtime.plugin import DONE, KernelInfo, Source, program
 
 from runtime_helpers import (CountingHostPlugin, addr, dev, fresh_device,  # noqa: F401
                              installed_devices, plugin, registered, settings)
@@ -191,6 +191,13 @@ def test_a_kernels_program_orders_its_launches(plugin_name, program, order):
             out = np.zeros(16, np.int64)
             mapping.target(d, sym.address, [Item(addr(out), out.nbytes, kinds.TOFROM, out)])
             assert out[1:1 + out[0]].tolist() == order
+
+
+def test_a_program_reads_its_words_when_it_reaches_them():
+    words = {3: [2], 4: [1, 1, 0]}          # what the scratch words read, in turn
+    order = program((0, ("repeat", 3, (1, 2)), ("while", 4, (3,)), 4),
+                    lambda w: words[w].pop(0))
+    assert list(order) == [0, 1, 2, 1, 2, 3, 3, 4]
 
 
 def test_unloading_an_image_forgets_its_kernels():

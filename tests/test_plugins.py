@@ -15,6 +15,7 @@ PLUGIN = textwrap.dedent("""
         name, target = "bytes", "bytes"
 
         def __init__(self):
+            super().__init__()
             self.mem, self.next = {}, 1 << 32
 
         def _devices_impl(self):
