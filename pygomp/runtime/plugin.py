@@ -224,13 +224,11 @@ class Kernel:
     """A kernel loaded on a device: what every plugin does with it is here (after LLVM's
     GenericKernelTy); a plugin's subclass launches one entry.
 
-    `run` takes the launch's plan (`_plan_impl`, made once per launch sizes), the global
-    scratch for its gangs, then launches the entries in the order of the kernel's
-    program, reading its scratch words with `_word_impl`.  Runs take turns (``lock``)
-    when they share something: scratch, or the entries' arguments where those are kept
-    between runs (``shares_arguments``).  Hooks: `_plan_impl`, `_group_impl` and
-    `_gangs_impl` (launch sizes), `_scratch_impl` (memory), `_start_impl`,
-    `_launch_impl`, `_word_impl` and `_end_impl` (one run)."""
+    `run` takes the launch's plan (`_plan_impl`, made once per launch sizes) and the
+    global scratch for its gangs, then launches the entries in the order of the
+    kernel's program.  Runs take turns (``lock``) when they share something: scratch,
+    or the entries' arguments where those are kept between runs
+    (``shares_arguments``)."""
 
     shares_arguments = False    # runs share the entries' arguments: they take turns
     max_group = 1 << 30         # work-items per group the kernel allows (`group`)
