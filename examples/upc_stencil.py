@@ -14,27 +14,26 @@ import pygomp as omp
 from pygomp import upc
 
 
-@omp.target(map={"x": "to", "gidx": "to", "y": "to"})
-def dot(x, gidx, y):
+@omp.target(map={"x": "to", "y": "to"})
+def dot(x, thread: int, block: int, threads: int, y):
     s = 0.0
     for j in omp.parallel_range(x.shape[0], reduction="+:s"):
         s += x[j] * y[j]
     return s
 
 
-@omp.target(map={"gidx": "to", "u": "to", "halo": "to"})
-def smooth(v, gidx, u, halo, block: int, n: int):
+@omp.target(map={"u": "to", "halo": "to"})
+def smooth(v, thread: int, block: int, threads: int, u, halo, n: int):
     """v = u smoothed by (1/4, 1/2, 1/4), ends fixed; halo[2t], halo[2t+1] hold the
-    neighbours of thread t's block (t = gidx[0] // block: blocks are contiguous)."""
+    neighbours of thread t's part (one block: UPC's [*] layout)."""
     m = v.shape[0]
-    t = gidx[0] // block
     for j in omp.parallel_range(m):
-        g = gidx[j]
+        g = upc.global_index(j, thread, block, threads)
         if g == 0 or g == n - 1:
             v[j] = u[j]
         else:
-            left = u[j - 1] if j > 0 else halo[2 * t]
-            right = u[j + 1] if j < m - 1 else halo[2 * t + 1]
+            left = u[j - 1] if j > 0 else halo[2 * thread]
+            right = u[j + 1] if j < m - 1 else halo[2 * thread + 1]
             v[j] = 0.5 * u[j] + 0.25 * (left + right)
 
 
@@ -46,7 +45,7 @@ def fill(a, f):
 
 def halo_reader(u):
     """A function that returns the halo array of this rank's threads, read with one MPI
-    get a neighbouring rank."""
+    get per neighbouring rank."""
     n = u.size
     mine = [t for t in upc.my_threads() if u.layout.count(t)]
     want = []
@@ -66,7 +65,7 @@ def stencil(u, v, steps):
     halo = np.zeros(2 * upc.THREADS)
     read = halo_reader(u), halo_reader(v)
     for _ in range(steps):
-        upc.forall(smooth, v, u, read[0](halo), u.layout.blocksize, u.size)
+        upc.forall(smooth, v, u, read[0](halo), u.size)
         upc.barrier()
         u, v = v, u
         read = read[::-1]
@@ -74,7 +73,7 @@ def stencil(u, v, steps):
 
 
 def main(n=1 << 16, steps=50):
-    x = upc.shared_array(n, np.float64, blocksize=None)      # UPC's [*]: one block a thread
+    x = upc.shared_array(n, np.float64, blocksize=None)      # UPC's [*]: one block per thread
     y = upc.shared_array(n, np.float64, blocksize=None)
     fill(x, np.sin)
     fill(y, np.cos)

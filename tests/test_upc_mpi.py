@@ -1,4 +1,5 @@
-"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices and on PoCL.
+"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices, PoCL and the initial
+device.
 
 Each test launches mpiexec as a subprocess with a time limit (and PYGOMP_UPC_TIMEOUT on
 every collective inside), so a rank that breaks fails the test instead of hanging it.
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs mpi4py and mpiexec: pip install 'pygomp[mpi]'")
 
 DEVICES = [pytest.param("host", id="host"),
+           pytest.param("none", id="initial"),      # no offload device: shared memory
            pytest.param("opencl:pocl", id="pocl", marks=pytest.mark.skipif(
                importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl[pocl]"))]
 
@@ -55,7 +57,8 @@ def ranks_ok(out, n):
 @pytest.mark.parametrize("devices", DEVICES)
 @pytest.mark.parametrize("n, per_rank", [(2, "2"), (3, None)])
 def test_checks_on_every_rank(n, per_rank, devices):
-    """Layout through MPI, remote reads/writes, pointers, forall, all_reduce."""
+    """Layout through MPI, remote reads/writes, pointers, forall, all_reduce, with the
+    parts resident on their devices."""
     rc, out, _ = mpirun(n, "tests/mpi/upc_checks.py", PYGOMP_DEVICES=devices,
                         PYGOMP_UPC_DEVICES_PER_RANK=per_rank)
     threads = n * int(per_rank or 1)

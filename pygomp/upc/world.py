@@ -134,11 +134,40 @@ class World:
                            f"the same order")
 
     def barrier(self):
+        """upc_barrier.  With several ranks it also settles the devices (see `array`):
+        a second agreement keeps every rank waiting until all have."""
         for a in self.arrays:
             a._sync()
-        self.agree("barrier")
+        if self.size == 1:
+            self.agree("barrier")
+        else:
+            owed = [any(a._sent for a in self.arrays),
+                    any(a.parts.any_newer_on_device() for a in self.arrays)]
+            words = self._gather_words("barrier", owed)
+            self._check_steps("barrier", words[:, 0])
+            if words[:, 1:].any():
+                self._settle(bool(words[:, 1].any()))
+                self.agree("barrier")
         for a in self.arrays:
             a._sync()
+
+    def _settle(self, exchange):
+        """Each array's parts settled, with the elements each rank put to the others
+        since the last barrier handed to their owners (one exchange for all arrays)."""
+        puts = [[] for _ in self.arrays]
+        if exchange:
+            out = [[] for _ in range(self.size)]
+            for i, a in enumerate(self.arrays):
+                for r, disp, values in a._sent:
+                    out[r].append((i, disp, values))
+                a._sent.clear()
+            with self.timed():
+                got = self.comm.alltoall(out)
+            for records in got:
+                for i, disp, values in records:
+                    puts[i].append((disp, values))
+        for a, mine in zip(self.arrays, puts):
+            a._settle(mine)
 
     def gather_objects(self, step, obj) -> list:
         """Agree on ``step``, then gather one picklable object a rank (on every rank)."""
