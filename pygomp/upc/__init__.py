@@ -38,9 +38,9 @@ from .work import all_reduce, forall, global_index
 from .world import UPCError
 
 __all__ = ["THREADS", "my_threads", "shared_array", "SharedArray", "SharedPointer", "Layout",
-           "barrier", "forall", "all_reduce", "global_index", "thread_device", "threadof", "phaseof",
-           "addrfield", "localsizeof", "blocksizeof", "elemsizeof", "affinitysize",
-           "stats", "UPCError"]
+           "barrier", "forall", "all_reduce", "global_index", "thread_device", "threadof",
+           "phaseof", "addrfield", "localsizeof", "blocksizeof", "elemsizeof",
+           "affinitysize", "stats", "UPCError"]
 
 
 def __getattr__(name):

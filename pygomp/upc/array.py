@@ -63,7 +63,7 @@ class SharedArray:
         except BaseException:
             self.parts.unmap()
             raise
-        self._indices = {}
+        self._indices, self._views = {}, {}
         w.arrays.append(self)
 
     def __repr__(self):
@@ -114,9 +114,13 @@ class SharedArray:
 
     def part(self, thread: int) -> np.ndarray:
         """The host buffer's part of thread, as it is (what kernels are given: the
-        device's copy is found present)."""
-        start = self.world.slot(thread) * self.layout.capacity
-        return self._buffer[start:start + self.layout.count(thread)]
+        device's copy is found present).  The same view each time, so that a kernel's
+        repeated calls are recognized."""
+        view = self._views.get(thread)
+        if view is None:
+            start = self.world.slot(thread) * self.layout.capacity
+            view = self._views[thread] = self._buffer[start:start + self.layout.count(thread)]
+        return view
 
     def global_indices(self, thread: int) -> np.ndarray:
         """The flat (row-major) indices of `local(thread)`'s elements, as int64."""

@@ -122,6 +122,8 @@ class World:
 
     def _gather_words(self, step, values):
         send = np.array([STEPS.index(step), *values], dtype=np.int64)
+        if self.size == 1:
+            return send[None]
         recv = np.empty((self.size, send.size), dtype=np.int64)
         self.wait(self.comm.Iallgather(send, recv), step)
         return recv
@@ -172,6 +174,8 @@ class World:
     def gather_objects(self, step, obj) -> list:
         """Agree on ``step``, then gather one picklable object a rank (on every rank)."""
         self.agree(step)
+        if self.size == 1:
+            return [obj]
         with self.timed():
             return self.comm.allgather(obj)
 
