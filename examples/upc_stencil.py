@@ -61,14 +61,25 @@ def halo_reader(u):
     return read
 
 
-def stencil(u, v, steps):
+def stepper(u, v):
+    """A function that makes one step from u into v, then swaps them; it returns the
+    array that holds the latest values."""
     halo = np.zeros(2 * upc.THREADS)
-    read = halo_reader(u), halo_reader(v)
-    for _ in range(steps):
-        upc.forall(smooth, v, u, read[0](halo), u.size)
+    pair, read = [u, v], [halo_reader(u), halo_reader(v)]
+
+    def step():
+        upc.forall(smooth, pair[1], pair[0], read[0](halo), u.size)
         upc.barrier()
-        u, v = v, u
-        read = read[::-1]
+        pair.reverse()
+        read.reverse()
+        return pair[0]
+    return step
+
+
+def stencil(u, v, steps):
+    step = stepper(u, v)
+    for _ in range(steps):
+        u = step()
     return u
 
 
