@@ -60,10 +60,11 @@ def test_checks_on_every_rank(n, per_rank, devices):
     """Layout through MPI, remote reads/writes, pointers, forall, all_reduce, with the
     parts resident on their devices."""
     rc, out, _ = mpirun(n, "tests/mpi/upc_checks.py", PYGOMP_DEVICES=devices,
-                        PYGOMP_UPC_DEVICES_PER_RANK=per_rank)
+                        PYGOMP_UPC_DEVICES_PER_RANK=per_rank, PYGOMP_INFO="4")
     threads = n * int(per_rank or 1)
     assert rc == 0 and ranks_ok(out, n), out
     assert f"THREADS {threads}" in out, out
+    assert "at exit" not in out, "the arrays left at exit are unmapped too"
 
 
 @pytest.mark.parametrize("n, devices", [(2, None), (3, "host")])

@@ -99,6 +99,12 @@ class SharedArray:
                 self._sent.clear()
                 w.arrays.remove(self)
 
+    def live(self):
+        """self, or a ValueError once it has been freed."""
+        if self._win is None:
+            raise ValueError(f"{self!r} has been freed")
+        return self
+
     def _sync(self):
         """Make this rank's loads and stores and the window's RMA agree (MPI_Win_sync)."""
         with self.world.timed():
@@ -116,7 +122,7 @@ class SharedArray:
         """The host buffer's part of thread, as it is (what kernels are given: the
         device's copy is found present).  The same view each time, so that a kernel's
         repeated calls are recognized."""
-        view = self._views.get(thread)
+        view = self.live()._views.get(thread)
         if view is None:
             start = self.world.slot(thread) * self.layout.capacity
             view = self._views[thread] = self._buffer[start:start + self.layout.count(thread)]
@@ -164,9 +170,7 @@ class SharedArray:
 
     def _transfer(self, flat, values):
         """Read (values None) or write the elements at flat indices; returns what it read."""
-        w = self.world
-        if self._win is None:
-            raise ValueError("this shared array has been freed")
+        w = self.live().world
         thread, addr = self.layout.place(flat)
         rank = w.rank_of[thread]
         disp = w.slot_of[thread] * self.layout.capacity + addr

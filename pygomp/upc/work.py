@@ -70,6 +70,8 @@ def _run(kernel, arrays, args_of, written):
     parts of ``arrays`` on their devices (handed-out host copies pushed first); the
     parts of ``written`` may be newer on the device afterwards."""
     a, world = arrays[0], arrays[0].world
+    for x in arrays:
+        x.live()
     slots = [world.slot(t) for t in world.my_threads if a.layout.count(t)]
     for x in arrays:
         for s in slots:

@@ -174,6 +174,11 @@ def check_forall():
                       for t, p in part.items()
                       if upc.thread_device(t) != omp.omp_get_initial_device()),
               f"{a}: free leaves nothing mapped")
+    try:
+        upc.forall(axpy_plus_index, x, y, 1.0)
+        check(False, "forall on a freed array must fail")
+    except ValueError as e:
+        check("has been freed" in str(e), str(e))
 
 
 def check_one_epoch():
@@ -225,4 +230,6 @@ if __name__ == "__main__":
     check_forall()
     check_one_epoch()
     check_all_reduce()
+    left = upc.shared_array(17, np.float64, blocksize=2)      # freed at exit
+    upc.forall(bump_even, left)
     print(f"rank {RANK}: ok, {done} checks, THREADS {upc.THREADS}", flush=True)
