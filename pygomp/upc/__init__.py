@@ -60,7 +60,7 @@ def thread_device(thread: int) -> int:
 
 
 def shared_array(shape, dtype=np.float64, blocksize=1) -> SharedArray:
-    """A zero-filled shared array (collective).  blocksize: elements a block (UPC's
+    """A zero-filled shared array (collective).  blocksize: elements per block (UPC's
     default 1, cyclic), 0 for indefinite (all on thread 0), None for UPC's [*]."""
     return SharedArray(shape, dtype, blocksize)
 
@@ -110,7 +110,7 @@ def localsizeof(a) -> int:
 
 
 def blocksizeof(a) -> int:
-    """upc_blocksizeof: elements a block (0: indefinite)."""
+    """upc_blocksizeof: elements per block (0: indefinite)."""
     return _layout_of(a).blocksize
 
 

@@ -5,8 +5,8 @@ its threads, exposed to the other ranks as an MPI window (passive target, locked
 array's life).  A part whose device has memory of its own stays mapped there from
 creation to `free` (`resident.Parts`); the buffer is its staging copy.  ``a[key]`` and
 ``a[key] = v`` read and write any elements: this rank's through the buffer (copying just
-those elements from or to the device), another rank's with one MPI get or put a rank (an
-indexed datatype covers the elements there), completed before the call returns.
+those elements from or to the device), another rank's with one MPI get or put per rank
+(an indexed datatype covers the elements there), completed before the call returns.
 Writes by other ranks are visible here after `barrier()`, as in UPC.
 
 One-sided operations reach only the host buffer, so `barrier()` settles the devices

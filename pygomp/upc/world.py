@@ -115,7 +115,7 @@ class World:
         self._check_steps(step, codes[:, 0])
 
     def allgather(self, step, value: int) -> list[int]:
-        """Agree on ``step`` and gather one int a rank."""
+        """Agree on ``step`` and gather one int per rank."""
         words = self._gather_words(step, [value])
         self._check_steps(step, words[:, 0])
         return words[:, 1].tolist()
@@ -172,7 +172,7 @@ class World:
             a._settle(mine)
 
     def gather_objects(self, step, obj) -> list:
-        """Agree on ``step``, then gather one picklable object a rank (on every rank)."""
+        """Agree on ``step``, then gather one picklable object per rank (on every rank)."""
         self.agree(step)
         if self.size == 1:
             return [obj]
