@@ -7,6 +7,7 @@ The ranks run tests/mpi/*.py and examples/upc_stencil.py; each rank prints its v
 """
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -65,6 +66,31 @@ def test_checks_on_every_rank(n, per_rank, devices):
     assert rc == 0 and ranks_ok(out, n), out
     assert f"THREADS {threads}" in out, out
     assert "at exit" not in out, "the arrays left at exit are unmapped too"
+
+
+PART = 8 << 14          # bytes of the one part in tests/mpi/upc_copies.py
+COPIES = {"forall": [], "read one": [("from", 8)], "read a run": [("from", 800)],
+          "write one": [("to", 8)], "write two runs": [("to", 24), ("to", 8)],
+          "forall after writes": [], "local": [("from", PART)],
+          "forall after local": [("to", PART)], "read all": [("from", PART)], "free": []}
+
+
+@pytest.mark.parametrize("devices", [d for d in DEVICES if d.id != "initial"])
+def test_host_accesses_copy_just_the_elements_they_touch(devices):
+    """The part stays on the device: a kernel copies nothing, a host access copies the
+    elements it touches (PYGOMP_INFO=8 reports each copy)."""
+    rc, out, _ = mpirun(1, "tests/mpi/upc_copies.py", PYGOMP_DEVICES=devices,
+                        PYGOMP_INFO="8")
+    assert rc == 0 and "copies: ok" in out, out
+    made, step = {}, None
+    for line in out.splitlines():
+        if line.startswith("step "):
+            step = line[len("step "):]
+            made[step] = []
+        copy = re.search(r"copy (to|from) device \[0x([0-9a-f]+)\.\.0x([0-9a-f]+)\)", line)
+        if copy and step:
+            made[step].append((copy[1], int(copy[3], 16) - int(copy[2], 16)))
+    assert {k: made.get(k) for k in COPIES} == COPIES, out
 
 
 @pytest.mark.parametrize("n, devices", [(2, None), (3, "host")])

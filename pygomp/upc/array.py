@@ -20,12 +20,10 @@ import math
 
 import numpy as np
 
-import pygomp as omp
-
 from . import world as _world
 from .layout import Layout
 from .pointer import SharedPointer
-from .resident import Parts
+from .resident import Parts, mapped_slots
 
 
 class SharedArray:
@@ -41,8 +39,7 @@ class SharedArray:
             len(self.layout.shape)
         asked = (self.shape, self.dtype.str, blocksize)
         counts = [self.layout.count(t) for t in w.my_threads]
-        initial = omp.omp_get_initial_device()
-        resident = any(n and d != initial for n, d in zip(counts, w.devices))
+        resident = bool(mapped_slots(counts, w.devices))
         every = w.gather_objects("shared_array", (asked, resident))
         if any(x != asked for x, _ in every):
             got = "; ".join(f"rank {r}: shape {s}, dtype {np.dtype(d)}, blocksize {b}"
@@ -99,7 +96,7 @@ class SharedArray:
                 self._sent.clear()
                 w.arrays.remove(self)
 
-    def live(self):
+    def _live(self):
         """self, or a ValueError once it has been freed."""
         if self._win is None:
             raise ValueError(f"{self!r} has been freed")
@@ -122,7 +119,7 @@ class SharedArray:
         """The host buffer's part of thread, as it is (what kernels are given: the
         device's copy is found present).  The same view each time, so that a kernel's
         repeated calls are recognized."""
-        view = self.live()._views.get(thread)
+        view = self._live()._views.get(thread)
         if view is None:
             start = self.world.slot(thread) * self.layout.capacity
             view = self._views[thread] = self._buffer[start:start + self.layout.count(thread)]
@@ -170,7 +167,7 @@ class SharedArray:
 
     def _transfer(self, flat, values):
         """Read (values None) or write the elements at flat indices; returns what it read."""
-        w = self.live().world
+        w = self._live().world
         thread, addr = self.layout.place(flat)
         rank = w.rank_of[thread]
         disp = w.slot_of[thread] * self.layout.capacity + addr

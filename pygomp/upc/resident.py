@@ -26,6 +26,13 @@ GAP = 1 << 16           # bytes between two runs below which one copy takes both
 RUNS = 64               # runs a part beyond which one copy covers them all
 
 
+def mapped_slots(counts, devices) -> list[int]:
+    """The parts (slots) to map: those with elements, on a device other than the
+    initial one."""
+    initial = omp.omp_get_initial_device()
+    return [s for s, (n, d) in enumerate(zip(counts, devices)) if n and d != initial]
+
+
 class Parts:
     """The mapped parts of a host buffer: part s is ``buffer[s * capacity:][:counts[s]]``
     on device ``devices[s]``."""
@@ -34,13 +41,11 @@ class Parts:
         self.capacity = capacity
         self.gap = max(1, GAP // buffer.itemsize)
         self.parts = {}             # slot -> [device, view, state]
-        initial = omp.omp_get_initial_device()
         try:
-            for s, (n, d) in enumerate(zip(counts, devices)):
-                if n and d != initial:
-                    view = buffer[s * capacity:s * capacity + n]
-                    omp.target_enter_data(d, to=[view])
-                    self.parts[s] = [d, view, SAME]
+            for s in mapped_slots(counts, devices):
+                view = buffer[s * capacity:s * capacity + counts[s]]
+                omp.target_enter_data(devices[s], to=[view])
+                self.parts[s] = [devices[s], view, SAME]
         except BaseException:
             self.unmap()
             raise
@@ -56,9 +61,6 @@ class Parts:
         self.parts.clear()
         if error is not None:
             raise error
-
-    def mapped(self, slot) -> bool:
-        return slot in self.parts
 
     def any_newer_on_device(self) -> bool:
         return any(p[2] == DEVICE for p in self.parts.values())

@@ -71,7 +71,7 @@ def _run(kernel, arrays, args_of, written):
     parts of ``written`` may be newer on the device afterwards."""
     a, world = arrays[0], arrays[0].world
     for x in arrays:
-        x.live()
+        x._live()
     slots = [world.slot(t) for t in world.my_threads if a.layout.count(t)]
     for x in arrays:
         for s in slots:

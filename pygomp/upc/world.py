@@ -140,22 +140,20 @@ class World:
         a second agreement keeps every rank waiting until all have."""
         for a in self.arrays:
             a._sync()
-        if self.size == 1:
+        owed = [self.size > 1 and any(a._sent for a in self.arrays),
+                self.size > 1 and any(a.parts.any_newer_on_device() for a in self.arrays)]
+        words = self._gather_words("barrier", owed)
+        self._check_steps("barrier", words[:, 0])
+        if words[:, 1:].any():
+            self._settle(bool(words[:, 1].any()))
             self.agree("barrier")
-        else:
-            owed = [any(a._sent for a in self.arrays),
-                    any(a.parts.any_newer_on_device() for a in self.arrays)]
-            words = self._gather_words("barrier", owed)
-            self._check_steps("barrier", words[:, 0])
-            if words[:, 1:].any():
-                self._settle(bool(words[:, 1].any()))
-                self.agree("barrier")
         for a in self.arrays:
             a._sync()
 
     def _settle(self, exchange):
-        """Each array's parts settled, with the elements each rank put to the others
-        since the last barrier handed to their owners (one exchange for all arrays)."""
+        """Settle every array's parts; with ``exchange``, first hand each owner the
+        elements the other ranks put to it since the last barrier (one exchange for all
+        arrays)."""
         puts = [[] for _ in self.arrays]
         if exchange:
             out = [[] for _ in range(self.size)]

@@ -112,12 +112,11 @@ def bump_even(x, thread: int, block: int, threads: int):
             x[j] = x[j] + 1.0
 
 
-def parts_present(a):
-    """How many of this rank's parts of a are mapped on a device of their own."""
+def on_devices(a):
+    """[(part, device)] for this rank's parts of a on a device of their own."""
     initial = omp.omp_get_initial_device()
-    return sum(omp.omp_target_is_present(a.part(t), upc.thread_device(t))
-               for t in upc.my_threads()
-               if a.layout.count(t) and upc.thread_device(t) != initial)
+    return [(a.part(t), upc.thread_device(t)) for t in upc.my_threads()
+            if a.layout.count(t) and upc.thread_device(t) != initial]
 
 
 def check_forall():
@@ -165,14 +164,10 @@ def check_forall():
         check("forall passes local, thread, block, threads" in str(e), str(e))
     upc.barrier()
     for a in (x, y, z):
-        check(parts_present(a) == sum(a.layout.count(t) > 0 for t in upc.my_threads()
-                                      if upc.thread_device(t) != omp.omp_get_initial_device()),
-              f"{a}: every part on its device")
-        part = {t: a.part(t) for t in upc.my_threads()}
+        parts = on_devices(a)
+        check(all(omp.omp_target_is_present(p, d) for p, d in parts), f"{a}: on its devices")
         a.free()
-        check(not any(omp.omp_target_is_present(p, upc.thread_device(t))
-                      for t, p in part.items()
-                      if upc.thread_device(t) != omp.omp_get_initial_device()),
+        check(not any(omp.omp_target_is_present(p, d) for p, d in parts),
               f"{a}: free leaves nothing mapped")
     try:
         upc.forall(axpy_plus_index, x, y, 1.0)
