@@ -60,8 +60,13 @@ def global_index(j, thread, block, threads):
 
 
 def _reads_only(kernel, name) -> bool:
-    """Whether the kernel maps the parameter "to" (GCC's map bits: to without from)."""
+    """Whether the kernel maps the parameter "to" (GCC's map bits: to without from);
+    a ValueError if it maps it "always", which would copy over the device's part."""
     k = kernel.kinds.get(name)
+    if k is not None and k & 16:
+        raise ValueError(f"forall: {kernel.__name__} maps {name!r} \"always\": a shared "
+                         f"array's part stays on its device and is copied only as "
+                         f"needed; drop \"always\"")
     return k is not None and k & 3 == 1
 
 

@@ -162,6 +162,11 @@ def check_forall():
         check(False, "a kernel given too few arguments must fail")
     except TypeError as e:
         check("forall passes local, thread, block, threads" in str(e), str(e))
+    try:
+        upc.forall(omp.target(axpy_plus_index, map={"y": "always,to"}), x, y, 1.0)
+        check(False, "a shared array mapped always must fail")
+    except ValueError as e:
+        check("maps 'y' \"always\"" in str(e), str(e))
     upc.barrier()
     for a in (x, y, z):
         parts = on_devices(a)
