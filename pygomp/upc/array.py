@@ -111,7 +111,8 @@ class SharedArray:
     def local(self, thread: int) -> np.ndarray:
         """A view of the elements with affinity to thread, one of this rank's.  Its
         device's copy comes to the host first, and the next kernel on the part (forall,
-        all_reduce) takes the view's values to the device again."""
+        all_reduce) takes the view's values to the device again; after that kernel,
+        call local again to see or change the part."""
         self.parts.hand_out(self.world.slot(thread))
         return self.part(thread)
 
