@@ -11,8 +11,8 @@ share of it that the ranks spent in MPI calls (mean over ranks; waiting in a bar
 a slower rank counts); the one-sided MPI operations per step on each rank; and the
 speed-up over 1 rank.
 
-On 1 rank it also times, side by side, the same kernels called on plain numpy arrays
-kept on the same device by `target_data`, and numpy on the host.
+On 1 rank it also times, in turn with the shared arrays' calls, the same kernels called
+on plain numpy arrays kept on the same device by `target_data`, and numpy on the host.
 """
 from __future__ import annotations
 
@@ -74,27 +74,19 @@ def rank_main(n_dot, n_stencil, steps):
             out[name] = {"seconds": max(p[0] for p in per_rank),
                          "mpi_share": sum(p[1] / p[0] for p in per_rank) / len(per_rank),
                          "rma_ops": max(p[2] for p in per_rank)}
-        if MPI.COMM_WORLD.size == 1:
-            out["plain"] = plain(x[...], y[...], u[...], steps)
         print("RESULT " + json.dumps(out), flush=True)
+    if MPI.COMM_WORLD.size == 1:
+        print("SIDE " + json.dumps(side_by_side(x, y, u, v, step, steps)), flush=True)
     upc.barrier()
     for a in (x, y, u, v):
         a.free()
 
 
-def best(fn, calls, repeat=3):
-    """The best seconds of one call of fn over repeat * calls calls."""
-    times = []
-    for _ in range(repeat * calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def plain(x, y, u, steps):
-    """The same kernels on plain arrays that target_data keeps on thread 0's device,
-    and numpy: {kernel: {"target_data": s, "numpy": s}} a call or step."""
+def side_by_side(x, y, u, v, step, steps):
+    """On 1 rank: {kernel: {"upc": s, "target_data": s, "numpy": s}}, the best seconds
+    of one call or step of the shared arrays' kernel, of the same kernel on plain arrays
+    that target_data keeps on the same device, and of numpy, timed in turn (each first
+    in its turn) so that the machine's other load falls on all three alike."""
     import numpy as np
 
     import pygomp as omp
@@ -102,28 +94,38 @@ def plain(x, y, u, steps):
     from examples.upc_stencil import dot, smooth
 
     n, dev = u.size, upc.thread_device(0)
-    v, halo = np.zeros_like(u), np.zeros(2)
-    pair = [u, v]
+    xp, yp, up = x[...], y[...], u[...]
+    pair, halo = [up, np.zeros_like(up)], np.zeros(2)
+    host = [up.copy(), np.zeros_like(up)]
 
-    def step():
+    def td_step():
         smooth.on(dev)(pair[1], 0, n, 1, pair[0], halo, n)
         pair.reverse()
 
     def np_step():
-        a, b = pair
+        a, b = host
         b[0], b[-1] = a[0], a[-1]
         np.add(a[:-2], a[2:], out=b[1:-1])
         b[1:-1] *= 0.25
         b[1:-1] += 0.5 * a[1:-1]
-        pair.reverse()
+        host.reverse()
 
-    with omp.target_data(dev, to=[x, y], tofrom=[u, v]):
-        dot.on(dev)(x, 0, x.size, 1, y)
-        step()
-        kernels = {"dot": best(lambda: dot.on(dev)(x, 0, x.size, 1, y), 5),
-                   "stencil": best(step, steps)}
-    return {"dot": {"target_data": kernels["dot"], "numpy": best(lambda: np.dot(x, y), 5)},
-            "stencil": {"target_data": kernels["stencil"], "numpy": best(np_step, steps)}}
+    def in_turn(fns, calls):
+        best = [float("inf")] * len(fns)
+        for c in range(calls):
+            for k in range(len(fns)):           # each goes first in its turn
+                i = (c + k) % len(fns)
+                t0 = time.perf_counter()
+                fns[i]()
+                best[i] = min(best[i], time.perf_counter() - t0)
+        return dict(zip(("upc", "target_data", "numpy"), best))
+
+    with omp.target_data(dev, to=[xp, yp], tofrom=pair):
+        td_step()
+        return {"dot": in_turn([lambda: upc.forall(dot, x, y, reduce="+"),
+                                lambda: dot.on(dev)(xp, 0, xp.size, 1, yp),
+                                lambda: np.dot(xp, yp)], 30),
+                "stencil": in_turn([step, td_step, np_step], 3 * steps)}
 
 
 def main(quick):
@@ -137,7 +139,7 @@ def main(quick):
           f"{n_stencil} points")
     print(f"{'ranks':>5} {'kernel':<8} {'time':>10} {'MPI share':>10} {'RMA ops':>8} "
           f"{'speed-up':>9}")
-    first, one = {}, None
+    first, side = {}, None
     for ranks in (1, 2, 3):
         cmd = [mpiexec, "-n", str(ranks), sys.executable, os.path.abspath(__file__),
                "--rank", str(n_dot), str(n_stencil), str(steps)]
@@ -146,21 +148,20 @@ def main(quick):
         line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not line:
             sys.exit(f"bench_upc: {ranks} rank(s) failed:\n{proc.stdout}\n{proc.stderr}")
-        got = json.loads(line[0][len("RESULT "):])
-        one = one or got.pop("plain", None)
-        for name, r in got.items():
+        side = side or [json.loads(x[len("SIDE "):]) for x in proc.stdout.splitlines()
+                        if x.startswith("SIDE ")][0]
+        for name, r in json.loads(line[0][len("RESULT "):]).items():
             first.setdefault(name, r["seconds"])
             print(f"{ranks:>5} {name:<8} {r['seconds'] * 1e3:>7.2f} ms {r['mpi_share']:>9.0%} "
                   f"{r['rma_ops']:>8.0f} {first[name] / r['seconds']:>8.2f}x")
-    print(f"\n1 rank, the same kernels ({os.environ['PYGOMP_DEVICES']}): shared arrays "
-          f"against plain arrays inside target_data, and numpy")
+    print(f"\n1 rank, timed in turn: shared arrays, the same kernel on plain arrays inside "
+          f"target_data on the same device, numpy")
     print(f"{'kernel':<8} {'upc':>10} {'target_data':>12} {'numpy':>10} {'upc/td':>7} "
           f"{'upc/numpy':>10}")
-    for name, r in one.items():
-        upc_s = first[name]
-        print(f"{name:<8} {upc_s * 1e3:>7.2f} ms {r['target_data'] * 1e3:>9.2f} ms "
-              f"{r['numpy'] * 1e3:>7.2f} ms {upc_s / r['target_data']:>6.2f}x "
-              f"{upc_s / r['numpy']:>9.2f}x")
+    for name, r in side.items():
+        print(f"{name:<8} {r['upc'] * 1e3:>7.2f} ms {r['target_data'] * 1e3:>9.2f} ms "
+              f"{r['numpy'] * 1e3:>7.2f} ms {r['upc'] / r['target_data']:>6.2f}x "
+              f"{r['upc'] / r['numpy']:>9.2f}x")
 
 
 if __name__ == "__main__":

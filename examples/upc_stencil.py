@@ -45,18 +45,21 @@ def fill(a, f):
 
 def halo_reader(u):
     """A function that returns the halo array of this rank's threads, read with one MPI
-    get per neighbouring rank."""
+    get per neighbouring rank (the ends of the array have no neighbour to read)."""
     n = u.size
-    mine = [t for t in upc.my_threads() if u.layout.count(t)]
-    want = []
-    for t in mine:
-        g = u.global_indices(t)
-        want += [max(g[0] - 1, 0), min(g[-1] + 1, n - 1)]
-    want = np.array(want, dtype=np.int64)
-    slots = np.array([[2 * t, 2 * t + 1] for t in mine], dtype=np.int64).ravel()
+    want, slots = [], []
+    for t in upc.my_threads():
+        if u.layout.count(t):
+            g = u.global_indices(t)
+            for slot, i in ((2 * t, g[0] - 1), (2 * t + 1, g[-1] + 1)):
+                if 0 <= i < n:
+                    want.append(i)
+                    slots.append(slot)
+    want, slots = np.array(want, dtype=np.int64), np.array(slots, dtype=np.int64)
 
     def read(halo):
-        halo[slots] = u[want]
+        if want.size:
+            halo[slots] = u[want]
         return halo
     return read
 
