@@ -23,7 +23,7 @@ import pygomp as omp
 
 SAME, DEVICE, HOST = "same", "device", "host"
 GAP = 1 << 16           # bytes between two runs below which one copy takes both
-RUNS = 64               # runs a part beyond which one copy covers them all
+RUNS = 64               # runs per part beyond which one copy covers them all
 
 
 def mapped_slots(counts, devices) -> list[int]:
