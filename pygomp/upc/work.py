@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import pygomp as omp
+from pygomp.kernels import map_kind
 
 from .array import SharedArray
 
@@ -59,15 +60,19 @@ def global_index(j, thread, block, threads):
     return ((j // block) * threads + thread) * block + j % block
 
 
+_TO, _TOFROM = map_kind("to"), map_kind("tofrom")
+_ALWAYS = map_kind("always to") ^ _TO
+
+
 def _reads_only(kernel, name) -> bool:
-    """Whether the kernel maps the parameter "to" (GCC's map bits: to without from);
-    a ValueError if it maps it "always", which would copy over the device's part."""
+    """Whether the kernel maps the parameter "to"; a ValueError if it maps it
+    "always", which would copy over the device's part."""
     k = kernel.kinds.get(name)
-    if k is not None and k & 16:
+    if k is not None and k & _ALWAYS:
         raise ValueError(f"forall: {kernel.__name__} maps {name!r} \"always\": a shared "
                          f"array's part stays on its device and is copied only as "
                          f"needed; drop \"always\"")
-    return k is not None and k & 3 == 1
+    return k is not None and k & _TOFROM == _TO
 
 
 def _run(kernel, arrays, args_of, written):
