@@ -1,5 +1,5 @@
-"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices, PoCL and the initial
-device.
+"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices, PoCL, both in one rank,
+and the initial device.
 
 Each test launches mpiexec as a subprocess with a time limit (and PYGOMP_UPC_TIMEOUT on
 every collective inside), so a rank that breaks fails the test instead of hanging it.
@@ -29,6 +29,8 @@ pytestmark = pytest.mark.skipif(
 DEVICES = [pytest.param("host", id="host"),
            pytest.param("none", id="initial"),      # no offload device: shared memory
            pytest.param("opencl:pocl", id="pocl", marks=pytest.mark.skipif(
+               importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl[pocl]")),
+           pytest.param("opencl:pocl,host", id="pocl+host", marks=pytest.mark.skipif(
                importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl[pocl]"))]
 
 
@@ -75,7 +77,7 @@ COPIES = {"forall": [], "read one": [("from", 8)], "read a run": [("from", 800)]
           "forall after local": [("to", PART)], "read all": [("from", PART)], "free": []}
 
 
-@pytest.mark.parametrize("devices", [d for d in DEVICES if d.id != "initial"])
+@pytest.mark.parametrize("devices", [d for d in DEVICES if d.id in ("host", "pocl")])
 def test_host_accesses_copy_just_the_elements_they_touch(devices):
     """The part stays on the device: a kernel copies nothing, a host access copies the
     elements it touches (PYGOMP_INFO=8 reports each copy)."""
