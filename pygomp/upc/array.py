@@ -114,9 +114,9 @@ class SharedArray:
         all_reduce) takes the view's values to the device again; after that kernel,
         call local again to see or change the part."""
         self.parts.hand_out(self.world.slot(thread))
-        return self.part(thread)
+        return self._part(thread)
 
-    def part(self, thread: int) -> np.ndarray:
+    def _part(self, thread: int) -> np.ndarray:
         """The host buffer's part of thread, as it is (what kernels are given: the
         device's copy is found present).  The same view each time, so that a kernel's
         repeated calls are recognized."""

@@ -136,8 +136,8 @@ def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, r
                 written.append(x)
 
     def args_of(t):
-        return (a.part(t), t, B, T,
-                *(x.part(t) if isinstance(x, SharedArray) else x for x in args))
+        return (a._part(t), t, B, T,
+                *(x._part(t) if isinstance(x, SharedArray) else x for x in args))
 
     results = _run(kernel, arrays, args_of, written)
     if reduce is None:
@@ -154,7 +154,7 @@ def all_reduce(a: SharedArray, op: str):
         _ufunc(op)
     if op in ("&", "|", "^") and a.dtype.kind not in "iub":
         raise TypeError(f"all_reduce: {op!r} needs an integer array, not {a.dtype}")
-    parts = _run(kernel, [a], lambda t: (a.part(t),), [])
+    parts = _run(kernel, [a], lambda t: (a._part(t),), [])
     values = np.asarray(list(parts.values()), dtype=a.dtype)
     if a.size == 0:
         return _ufunc(op).reduce(values).item()

@@ -115,7 +115,7 @@ def bump_even(x, thread: int, block: int, threads: int):
 def on_devices(a):
     """[(part, device)] for this rank's parts of a on a device of their own."""
     initial = omp.omp_get_initial_device()
-    return [(a.part(t), upc.thread_device(t)) for t in upc.my_threads()
+    return [(a.local(t), upc.thread_device(t)) for t in upc.my_threads()
             if a.layout.count(t) and upc.thread_device(t) != initial]
 
 
