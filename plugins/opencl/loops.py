@@ -11,7 +11,7 @@ Reductions: INIT declares the level's copy; the FINI calls of a loop become one
 all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
 for the vector and worker levels, and one partial a work-group in global scratch for the
 gang level, which the next launch combines (a gang loop ends its launch: see
-`pygomp.compiler.steps`).  An array reduction has a copy a work-item in the private
+`pygomp.compiler.steps`).  An array reduction has a copy per work-item in the private
 scratch: after a worker or vector loop the group sums its copies, after a gang loop a
 launch of its own does (the copies of work-items that ran the loop redundantly
 emptied first).  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
@@ -41,7 +41,7 @@ class LoopLowering:
 
     def loop(self, em, loop):
         st = em.state
-        outer_part, outer_active = st["part"], st["active"]
+        outer_part, outer_active = st.part, st.active
         nested = bool(outer_part)
         u = em.uid()
         trips = [f"pyg_n{k}_{u}" for k in range(len(loop.dims))]
@@ -69,7 +69,7 @@ class LoopLowering:
             em.line(f"const long pyg_lo{u} = {p}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
             em.line("#endif")
             k = f"pyg_k{u}"
-            st["part"] = outer_part | set(lv)
+            st.part = outer_part | set(lv)
             uniform = sync and lv != ("gang",)
             if uniform:
                 act = f"pyg_act{u}"
@@ -97,17 +97,13 @@ class LoopLowering:
                 em.line("}")
                 if lanes or not rect:
                     em.line("#endif")
-            st["part"] = outer_part
+            st.part = outer_part
             if loop.fini:
                 em.at(loop.line)
                 self._fini(em, loop)
             for c in loop.teardown:
                 em.stmt(c)
-            plan = st["plan"]
-            if id(loop) in plan.pending:             # the next launch combines the partials
-                em.line(f"{plan.pending[id(loop)]} = pyg_G;")
-            if id(loop) in plan.copies:              # the next launch sums the copies
-                em.line(f"{plan.copies[id(loop)]} = get_global_size(0) * get_global_size(1);")
+            self.end_gang_loop(em, loop)
         em.line("}")
         if "gang" not in lv and not loop.fini:
             self.barrier(em)                     # the loop's stores, for what follows
@@ -144,13 +140,13 @@ class LoopLowering:
 
     def _body(self, em, loop, k, trips, act):
         st = em.state
-        saved = st["active"]
-        st["active"] = act
+        saved = st.active
+        st.active = act
         for s in em.dim_values(loop, k, trips):
             em.line(s)
         em.decls(loop.decls)
         self._guarded(em, loop.body, act or "1")
-        st["active"] = saved
+        st.active = saved
 
     def _guarded(self, em, stmts, act):
         """Statements run by every work-item of a uniform loop, doing work only where
@@ -184,9 +180,9 @@ class LoopLowering:
                 em.at(s.line)
                 self._group_while(em, s, act)
             else:
-                saved, st["active"] = st["active"], act
+                saved, st.active = st.active, act
                 em.stmt(s)
-                st["active"] = saved
+                st.active = saved
 
     def _group_max(self, em, mine, out):
         """``out`` = the largest ``mine`` of the work-group (two barriers)."""
@@ -259,7 +255,7 @@ class LoopLowering:
         array reduction's copy is in the work-item's private scratch."""
         if isinstance(call.type, T.Array):
             if call.phase == "INIT":
-                self._scratch_array(em, call.local, call.type)
+                self.private_array(em, call.local, call.type)
                 u = em.uid()
                 em.line(f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
                         f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
@@ -290,7 +286,7 @@ class LoopLowering:
             self._tree(em, items, "0", lid1, W, "get_local_id(0) == 0")
         for c in by["gang"]:
             em.line(f"if (get_local_id(0) == 0 && get_local_id(1) == 0) "
-                    f"{self._partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
+                    f"{self.partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
 
     def _empty_redundant(self, em, loop, call):
         """Work-items of the group that ran the loop redundantly (their level neither
@@ -298,7 +294,7 @@ class LoopLowering:
         array reduction, so that the sums over the copies count it once."""
         inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
         idle = [lv for lv in ("worker", "vector")
-                if lv not in em.state["part"] | set(loop.levels) | inner]
+                if lv not in em.state.part | set(loop.levels) | inner]
         if idle:
             u = em.uid()
             em.line(f"if (!({' && '.join(f'{ID[lv]} == 0' for lv in idle)})) "
@@ -308,70 +304,32 @@ class LoopLowering:
     def _sum_group_copies(self, em, call):
         """After a worker or vector loop: the work-items of the group sum their copies
         of an array reduction into the enclosing array, each a block of elements."""
+        st = em.state
         u = em.uid()
         t, c = call.type.elem, self.type_name(call.type.elem)
         self.barrier(em)
-        em.line("{")
-        with em.indent():
-            em.line(f"const long pyg_n{u} = {em.count(call.local, call.type)}, "
-                    f"pyg_P{u} = get_local_size(0) * get_local_size(1);")
-            em.line(f"const long pyg_p{u} = get_local_id(1) * get_local_size(0) + "
-                    f"get_local_id(0), pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
-            em.line(f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
-                    f"({em.state['stride']}) + {em.state['mine'][call.local]};")
-            em.line(f"for (long e = pyg_p{u} * pyg_per{u}; e < min(pyg_n{u}, (pyg_p{u} + 1) * "
-                    f"pyg_per{u}); ++e) {{")
-            with em.indent():
-                em.line(f"{c} a = {self.identity(call.op, t)};")
-                em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
-                copy = f"((__global {c} *)(pyg_b{u} + q * ({em.state['stride']})))[e]"
-                em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
-                into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
-                if call.outer not in em.cur.sizes and "gang" not in em.state["part"]:
-                    into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
-                em.line(into)
-            em.line("}")
-        em.line("}")
+        first = (f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
+                 f"({st.stride}) + {st.mine[call.local]};")
+        with self.each_element(em, em.count(call.local, call.type),
+                               "get_local_id(1) * get_local_size(0) + get_local_id(0)",
+                               "get_local_size(0) * get_local_size(1)", u, [first]):
+            em.line(f"{c} a = {self.identity(call.op, t)};")
+            em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
+            copy = f"((__global {c} *)(pyg_b{u} + q * ({st.stride})))[e]"
+            em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
+            into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
+            if call.outer not in em.cur.sizes and "gang" not in st.part:
+                into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
+            em.line(into)
         self.barrier(em)
 
     def _tree(self, em, items, base, idx, n, writer):
-        """All-reduce ``items`` [(outer, local, op, type)] over the n work-items of a
-        segment starting at ``base``: inputs in scratch[r*L + base + idx], results in
-        scratch[(R + r)*L + base]; two barriers whatever the number of reductions."""
-        u = em.uid()
-        R = len(items)
+        """`gather_tree`, or plain combines in single-item groups."""
         em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
         for outer, local, op, t in items:
             em.line(f"{outer} = {em.combine(op, t, outer, local)};")
         em.line("#else")
-        em.line("{")
-        with em.indent():
-            em.line(f"const long pyg_b{u} = {base}, pyg_x{u} = {idx};")
-            em.line(f"const long pyg_L{u} = (long)get_local_size(0) * get_local_size(1);")
-
-            def slot(r, k, result=False):
-                return (f"*(__local {self.type_name(items[r][3])} *)(pyg_tree + "
-                        f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k})")
-
-            em.line(f"if ({writer}) {{")
-            with em.indent():
-                for r, (_, local, _, _) in enumerate(items):
-                    em.line(f"{slot(r, f' + pyg_x{u}')} = {local};")
-            em.line("}")
-            self.barrier(em)
-            em.line(f"if (pyg_x{u} == 0 && {writer}) {{")
-            with em.indent():
-                for r, (_, _, op, t) in enumerate(items):
-                    a = f"pyg_a{u}_{r}"
-                    em.line(f"{self.type_name(t)} {a} = {slot(r, '')};")
-                    em.line(f"for (long pyg_i{u} = 1; pyg_i{u} < {n}; ++pyg_i{u})")
-                    em.line(f"    {a} = {em.combine(op, t, a, slot(r, f' + pyg_i{u}'))};")
-                    em.line(f"{slot(r, '', True)} = {a};")
-            em.line("}")
-            self.barrier(em)
-            for r, (outer, _, op, t) in enumerate(items):
-                em.line(f"{outer} = {em.combine(op, t, outer, slot(r, '', True))};")
-        em.line("}")
+        self.gather_tree(em, items, base, idx, n, writer)
         em.line("#endif")
 
 
@@ -391,14 +349,12 @@ def _scalars(loop):
     return [r for r in loop.reductions if isinstance(r.type, T.Scalar)]
 
 
-def scan(fn, plan):
-    """What a kernel needs from the plugin: global scratch (carried words, gang
-    partials), private scratch, team-shared tree slots (a work-item's words)."""
+def tree_words(fn) -> int:
+    """The reductions a tree of the kernel combines at once (`gather_tree`)."""
     tree = 0
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
             tree = max(tree, len(_scalars(n)))
         if isinstance(n, (ir.For, ir.While)) and _has_sync(n.body):
             tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
-    return {"scratch": bool(plan.scratch_words or plan.gang_words),
-            "private": bool(fn.sizes), "tree": tree}
+    return tree
