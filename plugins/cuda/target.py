@@ -22,8 +22,7 @@ from __future__ import annotations
 from pygomp.compiler import ir
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import arg_words, arith_helpers
-from pygomp.compiler.workgroup import LEVELS as ORDER
-from pygomp.compiler.workgroup import WorkGroupDialect, syncs
+from pygomp.compiler.workgroup import LEVELS, WorkGroupDialect, syncs
 from pygomp.errors import CompileError
 
 LEVEL_ID = {"gang": ("pyg_g", "pyg_G"), "worker": ("threadIdx.y", "blockDim.y"),
@@ -48,7 +47,8 @@ class CudaDialect(WorkGroupDialect):
     inline = "__device__ __forceinline__"      # bounds checking's functions
     partials_together = True
 
-    lead_id = {lv: ids[0] for lv, ids in LEVEL_ID.items()}
+    level_id = lead_id = {lv: ids[0] for lv, ids in LEVEL_ID.items()}
+    level_count = {lv: ids[1] for lv, ids in LEVEL_ID.items()}
     block_item, block_size = "threadIdx.y * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y"
     grid_item = "(blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"
     grid_size = "gridDim.x * blockDim.y * blockDim.x"
@@ -124,55 +124,27 @@ class CudaDialect(WorkGroupDialect):
         return f"atomicCAS((int *){record}, 0, 1) == 0"
 
     # -- loops -----------------------------------------------------------------------
-    def loop(self, em, loop):
-        u = em.uid()
-        levels = loop.levels
-        p, P = "0", "1"
-        for lv in levels:
-            i, n = LEVEL_ID[lv]
-            p = i if p == "0" else f"({p}) * {n} + {i}"
-            P = n if P == "1" else f"{P} * {n}"
-        trips = [f"n{k}_{u}" for k in range(len(loop.dims))]
-        inner = "gang" not in levels
-        if inner:
-            self._sync(em)                      # what the redundant code stored
-        em.line("{")
-        with em.indent():
-            lines, count = em.counts(loop, trips)
-            for text in lines:
-                em.line(text)
-            em.line(f"const long long tot{u} = {count};")
-            em.line(f"const long long P{u} = {P};")
-            outer = em.state.part
-            em.state.part = outer | set(levels)
-            em.state.loops.append(loop)
-            for c in loop.setup + loop.init:
-                em.stmt(c)
-            if syncs(loop.body):                # every thread the same trips
-                em.line(f"for (long long j{u} = 0; j{u} < (tot{u} + P{u} - 1) / P{u}; ++j{u}) {{")
-                em.line(f"    const long long k{u} = j{u} * P{u} + ({p});")
-                em.line(f"    if (k{u} < tot{u}) {{")
-            else:                               # a plain strided loop (unrolled)
-                em.line("#pragma unroll 4")
-                em.line(f"for (long long k{u} = {p}; k{u} < tot{u}; k{u} += P{u}) {{")
-                em.line("    {")
-            with em.indent(), em.indent():
-                for s in em.dim_values(loop, f"k{u}", trips):
-                    em.line(s)
-                em.decls(loop.decls)
-                em.stmts(loop.body)
-            em.line("    }")
-            em.line("}")
-            em.state.part = outer
-            for c in loop.fini + loop.teardown:
-                em.stmt(c)
-            em.state.loops.pop()
-            self.end_gang_loop(em, loop)
+    def iterate(self, em, loop, u, me, trips):
+        """Strided iterations; padded so that every thread runs the same number of trips
+        when the body syncs (the body guarded)."""
+        k, tot, P = f"pyg_k{u}", f"pyg_tot{u}", f"pyg_P{u}"
+        if syncs(loop.body):
+            em.line(f"for (long long pyg_j{u} = 0; pyg_j{u} < ({tot} + {P} - 1) / {P}; ++pyg_j{u}) {{")
+            em.line(f"    const long long {k} = pyg_j{u} * {P} + ({me});")
+            em.line(f"    if ({k} < {tot}) {{")
+        else:                                   # a plain strided loop (unrolled)
+            em.line("#pragma unroll 4")
+            em.line(f"for (long long {k} = {me}; {k} < {tot}; {k} += {P}) {{")
+            em.line("    {")
+        with em.indent(), em.indent():
+            for s in em.dim_values(loop, k, trips):
+                em.line(s)
+            em.decls(loop.decls)
+            em.stmts(loop.body)
+        em.line("    }")
         em.line("}")
-        if inner:
-            self._sync(em)                      # the loop's stores, for what follows
 
-    def _sync(self, em):
+    def loop_barrier(self, em):
         """Order the memory accesses of the threads running the current code: a
         block's, or one worker's lanes (``pyg_lanes``, in one warp) inside a worker
         loop.  Lanes are named, never taken from ``__activemask()``, which need not
@@ -201,7 +173,7 @@ class CudaDialect(WorkGroupDialect):
                     f"{call.local} = {em.combine(call.op, t, call.local, 'pyg_o')}; }}")
             em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
         else:
-            idle = [lv for lv in ORDER[1:] if lv not in em.state.part | set(loop.levels)]
+            idle = [lv for lv in LEVELS[1:] if lv not in em.state.part | set(loop.levels)]
             lead = " && ".join(f"{self.lead_id[lv]} == 0" for lv in idle)   # one per block
             value = f"{lead} ? {call.local} : {self.identity(call.op, t)}" if lead else call.local
             if call.level == "worker":
@@ -232,9 +204,9 @@ class CudaDialect(WorkGroupDialect):
             return
         local = next(r.local for r in loop.reductions if r.rid == call.rid)   # innermost
         st = em.state
-        idle = [lv for lv in ORDER if lv not in st.part | set(loop.levels)]
+        idle = [lv for lv in LEVELS if lv not in st.part | set(loop.levels)]
         lanes = loop.levels == ("vector",)      # a worker's lanes, else the block's threads
-        summed = ("vector",) if lanes else ORDER[1:]
+        summed = ("vector",) if lanes else LEVELS[1:]
         inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
         empty = [lv for lv in idle if lv not in inner and (lv in summed or "gang" in loop.levels)]
         if empty:                       # threads that ran it redundantly count once

@@ -1,4 +1,5 @@
-"""Loop and reduction lowering of the OpenCL dialect (a mixin of `OpenCLDialect`).
+"""The OpenCL dialect's loop and reduction strategies (a mixin of `OpenCLDialect`; the
+loop's skeleton is `pygomp.compiler.workgroup.WorkGroupDialect.loop`).
 
 A partitioned loop gives each participant a contiguous block of iterations on CPUs
 (``PYGOMP_DEVICE_CPU``) and a strided share elsewhere.  A loop whose body holds barriers
@@ -9,7 +10,7 @@ group-wide maximum of the trip counts, or of "still running" each round).
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
 all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
-for the vector and worker levels, and one partial a work-group in global scratch for the
+for the vector and worker levels, and one partial per work-group in global scratch for the
 gang level, which the next launch combines (a gang loop ends its launch: see
 `pygomp.compiler.steps`).  An array reduction has a copy per work-item in the private
 scratch: after a worker or vector loop the group sums its copies, after a gang loop a
@@ -24,11 +25,11 @@ from __future__ import annotations
 from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
+from pygomp.compiler.workgroup import LEVELS
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
          "vector": "(long)get_local_size(0)"}
-LEVELS = ("gang", "worker", "vector")
 LANES = 8          # reduction lanes of one work-item on CPUs (see _lanes)
 
 
@@ -37,76 +38,54 @@ def _has_sync(body) -> bool:
 
 
 class LoopLowering:
-    """Needs from the dialect: type_name, identity, barrier."""
+    """The hooks `iterate`, `fini` and `barriers_around` of `WorkGroupDialect`."""
 
-    def loop(self, em, loop):
-        st = em.state
-        outer_part, outer_active = st.part, st.active
-        nested = bool(outer_part)
-        u = em.uid()
-        trips = [f"pyg_n{k}_{u}" for k in range(len(loop.dims))]
+    def barriers_around(self, em, loop):
+        """Before a loop nested in another, unless a gang loop; after a loop inside a
+        gang whose reduction tree (barriers of its own) does not end it."""
+        return (bool(em.state.part) and loop.levels != ("gang",),
+                "gang" not in loop.levels and not loop.fini)
+
+    def iterate(self, em, loop, u, me, trips):
+        """A contiguous block of iterations per participant on CPUs, every
+        ``pyg_P<u>``-th elsewhere; every participant runs the same rounds (``pyg_act``
+        guards the tail) when the body holds barriers."""
+        tot, P, k = f"pyg_tot{u}", f"pyg_P{u}", f"pyg_k{u}"
         lv = loop.levels
-        sync = _has_sync(loop.body)
-        if nested and lv != ("gang",):
-            self.barrier(em)                     # what the redundant code stored
-        em.line("{")
-        with em.indent():
-            lines, count = em.counts(loop, trips, outer_active)
-            for text in lines:
-                em.line(text)
-            for c in loop.setup + loop.init:
-                em.stmt(c)
-            p = _flat(lv, ID)
-            n = _flat(lv, COUNT)
-            tot, P = f"pyg_tot{u}", f"pyg_P{u}"
-            em.line(f"const long {tot} = {count}, {P} = {n};")
-            em.line("#ifdef PYGOMP_DEVICE_CPU")
-            em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-            em.line(f"const long pyg_lo{u} = ({p}) * pyg_per{u}, pyg_st{u} = 1;")
-            em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
+        em.line("#ifdef PYGOMP_DEVICE_CPU")
+        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
+        em.line(f"const long pyg_lo{u} = ({me}) * pyg_per{u}, pyg_st{u} = 1;")
+        em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
+        em.line("#else")
+        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
+        em.line(f"const long pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
+        em.line("#endif")
+        if _has_sync(loop.body) and lv != ("gang",):     # uniform
+            act = f"pyg_act{u}"
+            em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
+            with em.indent():
+                em.line(f"const long {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
+                em.line(f"const int {act} = {k} < pyg_hi{u};")
+                self._body(em, loop, k, trips, act)
+            em.line("}")
+            return
+        rect = rectangular(loop)
+        lanes = "vector" in lv and _scalars(loop) and rect
+        if lanes:
+            em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
+            self._lanes(em, loop, u, k, trips)
             em.line("#else")
-            em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-            em.line(f"const long pyg_lo{u} = {p}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
-            em.line("#endif")
-            k = f"pyg_k{u}"
-            st.part = outer_part | set(lv)
-            uniform = sync and lv != ("gang",)
-            if uniform:
-                act = f"pyg_act{u}"
-                em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
-                with em.indent():
-                    em.line(f"const long {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
-                    em.line(f"const int {act} = {k} < pyg_hi{u};")
-                    self._body(em, loop, k, trips, act)
-                em.line("}")
-            else:
-                rect = rectangular(loop)
-                lanes = "vector" in lv and _scalars(loop) and rect
-                if lanes:
-                    em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
-                    self._lanes(em, loop, u, k, trips)
-                    em.line("#else")
-                if not rect:                     # a contiguous block: row by row
-                    em.line("#ifdef PYGOMP_DEVICE_CPU")
-                    em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
-                            lambda: (em.decls(loop.decls), em.stmts(loop.body)))
-                    em.line("#else")
-                em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
-                with em.indent():
-                    self._body(em, loop, k, trips, None)
-                em.line("}")
-                if lanes or not rect:
-                    em.line("#endif")
-            st.part = outer_part
-            if loop.fini:
-                em.at(loop.line)
-                self._fini(em, loop)
-            for c in loop.teardown:
-                em.stmt(c)
-            self.end_gang_loop(em, loop)
+        if not rect:                     # a contiguous block: row by row
+            em.line("#ifdef PYGOMP_DEVICE_CPU")
+            em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
+                    lambda: (em.decls(loop.decls), em.stmts(loop.body)))
+            em.line("#else")
+        em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
+        with em.indent():
+            self._body(em, loop, k, trips, None)
         em.line("}")
-        if "gang" not in lv and not loop.fini:
-            self.barrier(em)                     # the loop's stores, for what follows
+        if lanes or not rect:
+            em.line("#endif")
 
     def _lanes(self, em, loop, u, k, trips):
         """A reduction loop in one work-item: LANES interleaved copies of the reduction
@@ -264,7 +243,12 @@ class LoopLowering:
             em.line(f"{self.type_name(call.type)} {call.local} = "
                     f"{self.identity(call.op, call.type)};")
 
-    def _fini(self, em, loop):
+    def fini(self, em, loop):
+        """The FINI calls of a loop together: one tree for the scalars of each level,
+        the array reductions' copies summed."""
+        if not loop.fini:
+            return
+        em.at(loop.line)
         for c in loop.fini:
             if isinstance(c.type, T.Array):
                 self._empty_redundant(em, loop, c)
@@ -331,18 +315,6 @@ class LoopLowering:
         em.line("#else")
         self.gather_tree(em, items, base, idx, n, writer)
         em.line("#endif")
-
-
-def _flat(levels, table):
-    """The flat participant id (or count) over the given levels, outer first."""
-    if not levels:
-        return "0"
-    if table is COUNT:
-        return " * ".join(table[lv] for lv in levels)
-    out = table[levels[0]]
-    for lv in levels[1:]:
-        out = f"({out}) * {COUNT[lv]} + {table[lv]}"
-    return out
 
 
 def _scalars(loop):

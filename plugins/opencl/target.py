@@ -93,6 +93,7 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     team_first = True
     any_group_size = True
 
+    level_id, level_count = ID, COUNT
     lead_id = {"gang": "pyg_g", "worker": "get_local_id(1)", "vector": "get_local_id(0)"}
     block_item = "(long)get_local_id(1) * get_local_size(0) + get_local_id(0)"
     block_size = "(long)get_local_size(0) * get_local_size(1)"

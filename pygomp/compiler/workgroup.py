@@ -16,10 +16,15 @@ array reduction copies live in the private scratch, one 8-byte word per element,
 work-item's part after the previous one's.  The kernel's arguments are described once
 by `pygomp.runtime.plugin.KernelInfo` and `emit.arg_words`.
 
+A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP and
+INIT calls, lets each participant run its share (`iterate`), then the FINI calls
+(`fini`), with barriers on the sides `barriers_around` says.
+
 A dialect (`WorkGroupDialect` subclass) gives the spelling: ids and sizes, the
 barrier, the qualifiers of global and team-local memory, scratch words, atomics, the
-kernel's head and prologue; its loops and the FINI calls of its reductions; and a few
-named choices where targets differ in strategy:
+kernel's head and prologue; how a participant iterates and how FINI calls combine
+(`iterate`, `reduction`, `fini`); and a few named choices where targets differ in
+strategy:
 
 - ``partials_together``: the work-items of a group read a gang loop's partials in turn
   and combine them with `halving_tree` (False: each reads them all);
@@ -70,6 +75,7 @@ class WorkGroupDialect(Dialect):
     any_group_size = False
 
     # -- spelling (every dialect sets these) -----------------------------------------
+    level_id = level_count = {}     # per level: a participant's id, their number
     lead_id = {"gang": "pyg_g"}     # + "worker", "vector": compared with 0 by `leader`
     block_item = block_size = ""    # the flat id of a work-item in its group; their number
     grid_item = grid_size = ""      # the same over the whole launch
@@ -299,6 +305,71 @@ class WorkGroupDialect(Dialect):
         if braced:
             em.depth -= 1
             em.line("}")
+
+    # -- partitioned loops ---------------------------------------------------------------
+    def loop(self, em, loop):
+        """A partitioned loop: its trip counts (``pyg_tot<u>`` iterations for
+        ``pyg_P<u>`` participants), its reductions' calls, the iterations of each
+        participant (`iterate`), and the barriers around it (`barriers_around`)."""
+        st = em.state
+        outer_part, outer_active = st.part, st.active
+        u = em.uid()
+        trips = [f"pyg_n{k}_{u}" for k in range(len(loop.dims))]
+        before, after = self.barriers_around(em, loop)
+        if before:
+            self.loop_barrier(em)                # what the redundant code stored
+        em.line("{")
+        with em.indent():
+            lines, count = em.counts(loop, trips, outer_active)
+            for text in lines:
+                em.line(text)
+            st.loops.append(loop)
+            for c in loop.setup + loop.init:
+                em.stmt(c)
+            em.line(f"const {self.type_name(T.INT64)} pyg_tot{u} = {count}, "
+                    f"pyg_P{u} = {self.flat(loop.levels, self.level_count)};")
+            st.part = outer_part | set(loop.levels)
+            self.iterate(em, loop, u, self.flat(loop.levels, self.level_id), trips)
+            st.part = outer_part
+            self.fini(em, loop)
+            for c in loop.teardown:
+                em.stmt(c)
+            st.loops.pop()
+            self.end_gang_loop(em, loop)
+        em.line("}")
+        if after:
+            self.loop_barrier(em)                # the loop's stores, for what follows
+
+    def flat(self, levels, table) -> str:
+        """The flat participant id (``level_id``) or count (``level_count``) over
+        ``levels``, outer first."""
+        if table is self.level_count:
+            return " * ".join(table[lv] for lv in levels) or "1"
+        out = "0"
+        for lv in levels:
+            out = table[lv] if out == "0" else f"({out}) * {self.level_count[lv]} + {table[lv]}"
+        return out
+
+    def barriers_around(self, em, loop) -> tuple:
+        """(before, after): whether a barrier goes on each side of a partitioned loop
+        (by default around every loop inside a gang)."""
+        inner = "gang" not in loop.levels
+        return inner, inner
+
+    def loop_barrier(self, em) -> None:
+        """The barrier on either side of a loop (a dialect may order fewer work-items)."""
+        self.barrier(em)
+
+    def iterate(self, em, loop, u, me, trips) -> None:
+        """The iterations participant ``me`` runs of the ``pyg_tot<u>`` (``pyg_P<u>``
+        participants): each defines the loop variables (`Emitter.dim_values`), the
+        loop's declarations and its body."""
+        raise NotImplementedError
+
+    def fini(self, em, loop) -> None:
+        """The FINI calls of a loop (by default each through `reduction`)."""
+        for c in loop.fini:
+            em.stmt(c)
 
     # -- who stores -----------------------------------------------------------------------
     def leader(self, em, levels=LEVELS) -> str:
