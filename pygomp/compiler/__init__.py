@@ -14,6 +14,6 @@ A plugin's ``target_hooks()`` returns a `emit.Dialect` instance: the host one is
 ``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target``.  The
 compiler writes source text only: the plugin compiles it for a device.
 Address spaces (SYCL 2020: global, local, private) are part of `types.Array`; a helper
-is specialized once a signature of argument types, so a helper called with a global and
+is specialized once per signature of argument types, so a helper called with a global and
 with a local array is emitted twice, each with its own pointer types.
 """
