@@ -129,7 +129,8 @@ class CudaDialect(WorkGroupDialect):
         when the body syncs (the body guarded)."""
         k, tot, P = f"pyg_k{u}", f"pyg_tot{u}", f"pyg_P{u}"
         if syncs(loop.body):
-            em.line(f"for (long long pyg_j{u} = 0; pyg_j{u} < ({tot} + {P} - 1) / {P}; ++pyg_j{u}) {{")
+            rounds = f"({tot} + {P} - 1) / {P}"
+            em.line(f"for (long long pyg_j{u} = 0; pyg_j{u} < {rounds}; ++pyg_j{u}) {{")
             em.line(f"    const long long {k} = pyg_j{u} * {P} + ({me});")
             em.line(f"    if ({k} < {tot}) {{")
         else:                                   # a plain strided loop (unrolled)
@@ -152,19 +153,19 @@ class CudaDialect(WorkGroupDialect):
         em.line("__syncwarp(pyg_lanes);" if "worker" in em.state.part
                 else "__syncthreads();")
 
-    def reduction(self, em, call):
-        """INIT declares a level's copy; FINI combines it at the loop's top level (the
-        gang level leaves a block's partial in the scratch for the next launch)."""
-        loop = em.state.loops[-1]
-        if isinstance(call.type, T.Array):
-            self._array_reduction(em, loop, call)
-            return
+    def fini(self, em, loop):
+        """Each FINI call, at the level where the loop's threads join (the gang level
+        leaves a block's partial in the scratch for the next launch)."""
+        for call in loop.fini:
+            em.at(call.line)
+            if isinstance(call.type, T.Array):
+                self._sum_thread_copies(em, loop, call)
+            else:
+                self._fini_scalar(em, loop, call)
+
+    def _fini_scalar(self, em, loop, call):
         t = call.type
-        if call.phase == "INIT":
-            em.line(f"{self.type_name(t)} {call.local} = {self.identity(call.op, t)};")
-        elif call.phase != "FINI":
-            return
-        elif call.level != loop.levels[0]:      # an inner level: a thread's own copies
+        if call.level != loop.levels[0]:        # an inner level: a thread's own copies
             em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
         elif call.level == "vector":
             c = self.type_name(t)               # every lane shuffles ("and" short-cuts)
@@ -186,22 +187,16 @@ class CudaDialect(WorkGroupDialect):
                 em.line(f"{part} = {call.local};")
             else:
                 self.halving_tree(em, call.op, t, value, part)
-            em.line(f"if ({self.group_leader()}) {self.partial(em, 'pyg_g', call.rid, t)} = {part};")
+            into = self.partial(em, "pyg_g", call.rid, t)
+            em.line(f"if ({self.group_leader()}) {into} = {part};")
 
-    def _array_reduction(self, em, loop, call):
-        """An array reduction: a copy per thread in the private scratch.  After a worker
-        or vector loop the threads of the loop sum their copies into the enclosing array,
-        each a slice of its elements; a gang loop's copies are summed by the launch that
-        follows it (`_sum_copies`)."""
+    def _sum_thread_copies(self, em, loop, call):
+        """An array reduction's FINI: threads that ran the loop redundantly empty their
+        copies; after a worker or vector loop the threads of the loop sum their copies
+        into the enclosing array, each a slice of its elements (a gang loop's copies
+        are summed by the launch that follows it: `_sum_copies`)."""
         t = call.type.elem
         c = self.type_name(t)
-        if call.phase == "INIT":
-            self.array_decl(em, call.local, call.type)
-            em.line(f"for (long long e = 0; e < {em.count(call.local, call.type)}; ++e) "
-                    f"{call.local}[e] = {self.identity(call.op, t)};")
-            return
-        if call.phase != "FINI" or call.level != loop.levels[0]:
-            return
         local = next(r.local for r in loop.reductions if r.rid == call.rid)   # innermost
         st = em.state
         idle = [lv for lv in LEVELS if lv not in st.part | set(loop.levels)]
@@ -211,8 +206,7 @@ class CudaDialect(WorkGroupDialect):
         empty = [lv for lv in idle if lv not in inner and (lv in summed or "gang" in loop.levels)]
         if empty:                       # threads that ran it redundantly count once
             em.line(f"if (!({' && '.join(f'{self.lead_id[lv]} == 0' for lv in empty)})) "
-                    f"for (long long e = 0; e < {em.count(local, call.type)}; ++e) "
-                    f"{local}[e] = {self.identity(call.op, t)};")
+                    + self.fill(em, local, call.type, call.op))
         if "gang" in loop.levels:
             return
         idle = [lv for lv in idle if lv not in summed]      # those that sum, each a slice

@@ -228,21 +228,6 @@ class LoopLowering:
         em.line("}")
 
     # -- reductions ------------------------------------------------------------------
-    def reduction(self, em, call):
-        """INIT declares a level's copy; SETUP and TEARDOWN have nothing to do; the FINI
-        calls of a loop are lowered together by `_fini` (one tree for all of them).  An
-        array reduction's copy is in the work-item's private scratch."""
-        if isinstance(call.type, T.Array):
-            if call.phase == "INIT":
-                self.private_array(em, call.local, call.type)
-                u = em.uid()
-                em.line(f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
-                        f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
-            return
-        if call.phase == "INIT":
-            em.line(f"{self.type_name(call.type)} {call.local} = "
-                    f"{self.identity(call.op, call.type)};")
-
     def fini(self, em, loop):
         """The FINI calls of a loop together: one tree for the scalars of each level,
         the array reductions' copies summed."""
@@ -269,7 +254,7 @@ class LoopLowering:
             items = [(c.outer, c.local, c.op, c.type) for c in by["worker"]]
             self._tree(em, items, "0", lid1, W, "get_local_id(0) == 0")
         for c in by["gang"]:
-            em.line(f"if (get_local_id(0) == 0 && get_local_id(1) == 0) "
+            em.line(f"if ({self.group_leader()}) "
                     f"{self.partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
 
     def _empty_redundant(self, em, loop, call):
@@ -280,10 +265,8 @@ class LoopLowering:
         idle = [lv for lv in ("worker", "vector")
                 if lv not in em.state.part | set(loop.levels) | inner]
         if idle:
-            u = em.uid()
             em.line(f"if (!({' && '.join(f'{ID[lv]} == 0' for lv in idle)})) "
-                    f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
-                    f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
+                    + self.fill(em, call.local, call.type, call.op))
 
     def _sum_group_copies(self, em, call):
         """After a worker or vector loop: the work-items of the group sum their copies

@@ -64,7 +64,6 @@ class GroupState:
     team_at: int = 0                # where they go in ``em.out``
     mine: dict = field(default_factory=dict)        # private array -> its first word
     stride: str = "0"               # private scratch words per work-item
-    loops: list = field(default_factory=list)       # partitioned loops around the code
 
 
 class WorkGroupDialect(Dialect):
@@ -230,35 +229,44 @@ class WorkGroupDialect(Dialect):
         for loop, r in plan.reductions:
             if any(any(n is loop for n in ir.walk(plan.entries[p].body)) for p in before):
                 loops.setdefault(id(loop), (loop, []))[1].append(r)
-        i64 = self.type_name(T.INT64)
         for loop, reds in loops.values():
             pend = plan.pending[id(loop)]
             em.line(f"if ({pend}) {{")
             with em.indent():
-                if self.partials_together:        # in turn, then a tree per reduction
-                    for r in reds:
-                        u = em.uid()
-                        a, q = f"pyg_a{u}", f"pyg_q{u}"
-                        em.line(f"{self.type_name(r.type)} {a} = {self.identity(r.op, r.type)};")
-                        em.line(f"for ({i64} {q} = {self.block_item}; {q} < {pend}; "
-                                f"{q} += {self.block_size})")
-                        em.line(f"    {a} = {em.combine(r.op, r.type, a, self.partial(em, q, r.rid, r.type))};")
-                        self.halving_tree(em, r.op, r.type, a, r.var)
-                else:                             # every work-item reads them all
-                    u = em.uid()
-                    for r in reds:
-                        em.line(f"{self.type_name(r.type)} pyg_a{u}_{r.rid} = "
-                                f"{self.identity(r.op, r.type)};")
-                    em.line(f"for ({i64} pyg_q{u} = 0; pyg_q{u} < {pend}; ++pyg_q{u}) {{")
-                    with em.indent():
-                        for r in reds:
-                            a = f"pyg_a{u}_{r.rid}"
-                            em.line(f"{a} = {em.combine(r.op, r.type, a, self.partial(em, f'pyg_q{u}', r.rid, r.type))};")
-                    em.line("}")
-                    for r in reds:
-                        em.line(f"{r.var} = {em.combine(r.op, r.type, r.var, f'pyg_a{u}_{r.rid}')};")
+                if self.partials_together:
+                    self._read_partials_in_turn(em, pend, reds)
+                else:
+                    self._read_all_partials(em, pend, reds)
                 em.line(f"{pend} = 0;")
             em.line("}")
+
+    def _read_partials_in_turn(self, em, pend, reds):
+        """The work-items of the group read the ``pend`` partials in turn, then a tree
+        per reduction."""
+        for r in reds:
+            u = em.uid()
+            a, q = f"pyg_a{u}", f"pyg_q{u}"
+            em.line(f"{self.type_name(r.type)} {a} = {self.identity(r.op, r.type)};")
+            em.line(f"for ({self.type_name(T.INT64)} {q} = {self.block_item}; {q} < {pend}; "
+                    f"{q} += {self.block_size})")
+            partial = self.partial(em, q, r.rid, r.type)
+            em.line(f"    {a} = {em.combine(r.op, r.type, a, partial)};")
+            self.halving_tree(em, r.op, r.type, a, r.var)
+
+    def _read_all_partials(self, em, pend, reds):
+        """Every work-item reads all ``pend`` partials."""
+        u = em.uid()
+        q = f"pyg_q{u}"
+        for r in reds:
+            em.line(f"{self.type_name(r.type)} pyg_a{u}_{r.rid} = {self.identity(r.op, r.type)};")
+        em.line(f"for ({self.type_name(T.INT64)} {q} = 0; {q} < {pend}; ++{q}) {{")
+        with em.indent():
+            for r in reds:
+                a = f"pyg_a{u}_{r.rid}"
+                em.line(f"{a} = {em.combine(r.op, r.type, a, self.partial(em, q, r.rid, r.type))};")
+        em.line("}")
+        for r in reds:
+            em.line(f"{r.var} = {em.combine(r.op, r.type, r.var, f'pyg_a{u}_{r.rid}')};")
 
     def _sum_copies(self, em, loop):
         """The entry after a gang loop with array reductions: its work-items sum, each
@@ -275,7 +283,8 @@ class WorkGroupDialect(Dialect):
             with self.each_element(em, n, self.grid_item, self.grid_size, u):
                 em.line(f"{c} a = {self.identity(r.op, t)};")
                 em.line(f"for ({i64} q = 0; q < {items}; ++q)")
-                copy = f"(({self.glob}{c} *)(pyg_priv + q * ({st.stride}) + {st.mine[r.local]}))[e]"
+                copy = (f"(({self.glob}{c} *)(pyg_priv + q * ({st.stride}) + "
+                        f"{st.mine[r.local]}))[e]")
                 em.line(f"    a = {em.combine(r.op, t, 'a', copy)};")
                 em.line(f"{r.var}[e] = {em.combine(r.op, t, f'{r.var}[e]', 'a')};")
 
@@ -291,7 +300,8 @@ class WorkGroupDialect(Dialect):
             em.depth += 1
         if self.blocked_sums:
             em.line(f"const {i64} pyg_n{u} = {n}, pyg_P{u} = {count};")
-            em.line(f"const {i64} pyg_p{u} = {me}, pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
+            em.line(f"const {i64} pyg_p{u} = {me}, "
+                    f"pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
         for text in before:
             em.line(text)
         if self.blocked_sums:
@@ -323,32 +333,29 @@ class WorkGroupDialect(Dialect):
             lines, count = em.counts(loop, trips, outer_active)
             for text in lines:
                 em.line(text)
-            st.loops.append(loop)
             for c in loop.setup + loop.init:
                 em.stmt(c)
-            em.line(f"const {self.type_name(T.INT64)} pyg_tot{u} = {count}, "
-                    f"pyg_P{u} = {self.flat(loop.levels, self.level_count)};")
+            me, n = self.participants(loop.levels)
+            em.line(f"const {self.type_name(T.INT64)} pyg_tot{u} = {count}, pyg_P{u} = {n};")
             st.part = outer_part | set(loop.levels)
-            self.iterate(em, loop, u, self.flat(loop.levels, self.level_id), trips)
+            self.iterate(em, loop, u, me, trips)
             st.part = outer_part
             self.fini(em, loop)
             for c in loop.teardown:
                 em.stmt(c)
-            st.loops.pop()
             self.end_gang_loop(em, loop)
         em.line("}")
         if after:
             self.loop_barrier(em)                # the loop's stores, for what follows
 
-    def flat(self, levels, table) -> str:
-        """The flat participant id (``level_id``) or count (``level_count``) over
-        ``levels``, outer first."""
-        if table is self.level_count:
-            return " * ".join(table[lv] for lv in levels) or "1"
-        out = "0"
+    def participants(self, levels) -> tuple:
+        """(the flat id of a participant over ``levels``, outer first; their number)."""
+        me, n = "0", "1"
         for lv in levels:
-            out = table[lv] if out == "0" else f"({out}) * {self.level_count[lv]} + {table[lv]}"
-        return out
+            i, c = self.level_id[lv], self.level_count[lv]
+            me = i if me == "0" else f"({me}) * {c} + {i}"
+            n = c if n == "1" else f"{n} * {c}"
+        return me, n
 
     def barriers_around(self, em, loop) -> tuple:
         """(before, after): whether a barrier goes on each side of a partitioned loop
@@ -367,9 +374,28 @@ class WorkGroupDialect(Dialect):
         raise NotImplementedError
 
     def fini(self, em, loop) -> None:
-        """The FINI calls of a loop (by default each through `reduction`)."""
-        for c in loop.fini:
-            em.stmt(c)
+        """The FINI calls of a loop (``loop.fini``): combine each level's copies into
+        the enclosing ones."""
+        raise NotImplementedError
+
+    def reduction(self, em, call):
+        """INIT declares a level's copy (an array reduction's in the private scratch,
+        one per work-item); FINI calls are lowered per loop (`fini`); SETUP and TEARDOWN
+        have nothing to do."""
+        if call.phase != "INIT":
+            return
+        t = call.type
+        if isinstance(t, T.Array):
+            self.private_array(em, call.local, t)
+            em.line(self.fill(em, call.local, t, call.op))
+        else:
+            em.line(f"{self.type_name(t)} {call.local} = {self.identity(call.op, t)};")
+
+    def fill(self, em, name, t, op) -> str:
+        """A statement that sets every element of the array ``name`` (of type ``t``) to
+        the identity of ``op``."""
+        return (f"for ({self.type_name(T.INT64)} e = 0; e < {em.count(name, t)}; ++e) "
+                f"{name}[e] = {self.identity(op, t.elem)};")
 
     # -- who stores -----------------------------------------------------------------------
     def leader(self, em, levels=LEVELS) -> str:
