@@ -210,7 +210,7 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
     scratch = np.zeros(max(info.scratch_size(gangs), 8) // 8, np.uint64)
     if info.has_scratch:
         words.append(scratch.ctypes.data)
-    per = -(-info.private_size(words) // 8)          # words a thread
+    per = -(-info.private_size(words) // 8)          # words per thread
     private = np.zeros(per * gangs * workers * vector + 1, np.uint64)
     if info.private:
         words.append(private.ctypes.data)

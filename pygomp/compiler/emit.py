@@ -565,7 +565,7 @@ class Emitter:
 
     def private_layout(self) -> tuple[dict, str]:
         """({array: the word where it starts in a participant's private scratch}, the
-        words a participant), as text, in the order of `private_terms`."""
+        words per participant), as text, in the order of `private_terms`."""
         offsets, off = {}, "0"
         for name in self.fn.sizes:
             offsets[name] = off
