@@ -38,7 +38,7 @@ def _has_sync(body) -> bool:
 
 
 class LoopLowering:
-    """The hooks `iterate`, `fini` and `barriers_around` of `WorkGroupDialect`."""
+    """The hooks `iterate`, `guarded`, `fini` and `barriers_around` of `WorkGroupDialect`."""
 
     def barriers_around(self, em, loop):
         """Before a loop nested in another, unless a gang loop; after a loop inside a
@@ -124,16 +124,17 @@ class LoopLowering:
         for s in em.dim_values(loop, k, trips):
             em.line(s)
         em.decls(loop.decls)
-        self._guarded(em, loop.body, act or "1")
+        self.guarded(em, loop.body, act)
         st.active = saved
 
-    def _guarded(self, em, stmts, act):
-        """Statements run by every work-item of a uniform loop, doing work only where
-        ``act``: a statement without barriers is skipped, one with barriers (nested
-        loops) runs empty, an ``if`` around barriers is predicated and a ``for`` runs
-        its trips with its body guarded, so that every work-item reaches them.  (PoCL's
-        work-groups cannot take a barrier under an ``if`` either, even a uniform one.)"""
-        st = em.state
+    def guarded(self, em, stmts, act):
+        """Statements run by every work-item of a uniform loop or entry, doing work only
+        where ``act`` (None: everywhere): a statement without barriers is skipped, one
+        with barriers (nested loops) runs empty, an ``if`` around barriers is predicated
+        and a ``for`` runs its trips with its body guarded, so that every work-item
+        reaches them.  (PoCL's work-groups cannot take a barrier under an ``if`` either,
+        even a uniform one.)"""
+        st, act = em.state, act or "1"
         for s in stmts:
             if not _has_sync([s]):
                 if act == "1":
@@ -147,11 +148,11 @@ class LoopLowering:
                 em.at(s.line)
                 c = f"pyg_c{em.uid()}"
                 em.line(f"const int {c} = ({act}) && ({em.expr(s.cond)});")
-                self._guarded(em, s.body, c)
+                self.guarded(em, s.body, c)
                 if s.orelse:
                     e = f"pyg_c{em.uid()}"
                     em.line(f"const int {e} = ({act}) && !{c};")
-                    self._guarded(em, s.orelse, e)
+                    self.guarded(em, s.orelse, e)
             elif isinstance(s, ir.For):
                 em.at(s.line)
                 self._group_for(em, s, act)
@@ -202,7 +203,7 @@ class LoopLowering:
             if cnt:
                 em.line(f"{b} {cnt} = 0;")
             em.line(f"if ({on}) {s.var} = {start} + {t} * {step};")
-            self._guarded(em, body, on)
+            self.guarded(em, body, on)
         em.line("}")
 
     def _group_while(self, em, s, act):
@@ -221,7 +222,7 @@ class LoopLowering:
         with em.indent():
             if cnt:
                 em.line(f"{b} {cnt} = 0;")
-            self._guarded(em, body, run)
+            self.guarded(em, body, run)
             stop = f" && !{brk}" if brk else ""
             em.line(f"{run} = {run}{stop} && ({em.expr(s.cond)});")
             self._group_max(em, run, f"pyg_any{u}")

@@ -157,9 +157,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
                         f"((__global char *){name}__base + {name}__off);")
         em.line("const long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
 
-    def guarded(self, em, stmts, cond):
-        self._guarded(em, stmts, cond or "1")
-
     # -- statements with side effects ------------------------------------------------
     def atomic(self, em, s, target, value):
         t = s.target.type
