@@ -25,16 +25,12 @@ from __future__ import annotations
 from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
-from pygomp.compiler.workgroup import LEVELS
+from pygomp.compiler.workgroup import LEVELS, syncs
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
          "vector": "(long)get_local_size(0)"}
 LANES = 8          # reduction lanes of one work-item on CPUs (see _lanes)
-
-
-def _has_sync(body) -> bool:
-    return any(isinstance(n, (ir.Barrier, ir.ParLoop)) for n in ir.walk(body))
 
 
 class LoopLowering:
@@ -60,7 +56,7 @@ class LoopLowering:
         em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
         em.line(f"const long pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
         em.line("#endif")
-        if _has_sync(loop.body) and lv != ("gang",):     # uniform
+        if syncs(loop.body) and lv != ("gang",):     # uniform
             act = f"pyg_act{u}"
             em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
             with em.indent():
@@ -136,7 +132,7 @@ class LoopLowering:
         even a uniform one.)"""
         st, act = em.state, act or "1"
         for s in stmts:
-            if not _has_sync([s]):
+            if not syncs([s]):
                 if act == "1":
                     em.stmt(s)
                     continue
@@ -311,6 +307,6 @@ def tree_words(fn) -> int:
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
             tree = max(tree, len(_scalars(n)))
-        if isinstance(n, (ir.For, ir.While)) and _has_sync(n.body):
+        if isinstance(n, (ir.For, ir.While)) and syncs(n.body):
             tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
     return tree

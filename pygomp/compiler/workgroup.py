@@ -531,6 +531,6 @@ class WorkGroupDialect(Dialect):
 
 
 def syncs(body) -> bool:
-    """Whether ``body`` has a barrier or a partitioned loop, helpers included."""
-    return any(isinstance(n, (ir.Barrier, ir.ParLoop))
-               or isinstance(n, ir.HelperCall) and syncs(n.fn.body) for n in ir.walk(body))
+    """Whether ``body`` has a barrier or a partitioned loop (helpers have neither: the
+    front end allows them in kernels only)."""
+    return any(isinstance(n, (ir.Barrier, ir.ParLoop)) for n in ir.walk(body))
