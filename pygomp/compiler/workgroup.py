@@ -22,9 +22,8 @@ INIT calls, lets each participant run its share (`iterate`), then the FINI calls
 
 A dialect (`WorkGroupDialect` subclass) gives the spelling: ids and sizes, the
 barrier, the qualifiers of global and team-local memory, scratch words, atomics, the
-kernel's head and prologue; how a participant iterates and how FINI calls combine
-(`iterate`, `reduction`, `fini`); and a few named choices where targets differ in
-strategy:
+kernel's head and prologue; how a participant iterates (`iterate`) and how a loop's
+FINI calls combine (`fini`); and a few named choices where targets differ in strategy:
 
 - ``partials_together``: the work-items of a group read a gang loop's partials in turn
   and combine them with `halving_tree` (False: each reads them all);
