@@ -90,7 +90,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     helper_prefix = ""
     inline = "inline"           # bounds checking's functions
     blocked_sums = True         # CPUs: each work-item a contiguous block
-    team_first = True
     any_group_size = True
 
     level_id, level_count = ID, COUNT

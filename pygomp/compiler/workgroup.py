@@ -29,7 +29,6 @@ FINI calls combine (`fini`); and a few named choices where targets differ in str
   and combine them with `halving_tree` (False: each reads them all);
 - ``blocked_sums``: a work-item sums a contiguous block of an array reduction's
   elements (CPUs), else every n-th element (GPUs: coalesced);
-- ``team_first``: team-local declarations go before the prologue, else after it;
 - `guarded`: how statements run under a condition that must not hide barriers.
 """
 from __future__ import annotations
@@ -69,7 +68,6 @@ class WorkGroupDialect(Dialect):
     write_flags = True          # a helper stores into a caller's array as the caller would
     partials_together = False
     blocked_sums = False
-    team_first = False
     any_group_size = False
 
     # -- spelling (every dialect sets these) -----------------------------------------
@@ -144,14 +142,12 @@ class WorkGroupDialect(Dialect):
         em.line(self.kernel_head(em, fn))
         em.line("{")
         with em.indent():
-            st.team_at = len(em.out)
             self.prologue(em, fn)
             if fn.sizes:
                 st.mine, st.stride = em.private_layout()
                 em.line(f"{self.glob}{self.type_name(T.UINT64)} *pyg_mine = pyg_priv + "
                         f"({self.grid_item}) * ({st.stride});")
-        if not self.team_first:
-            st.team_at = len(em.out)
+        st.team_at = len(em.out)            # team-local declarations go here
 
     def kernel_body(self, em, fn, body):
         """Load the carried scalars, finish the gang reductions of the launch before,
