@@ -47,7 +47,7 @@ class CudaDialect(WorkGroupDialect):
     inline = "__device__ __forceinline__"      # bounds checking's functions
     partials_together = True
 
-    level_id = lead_id = {lv: ids[0] for lv, ids in LEVEL_ID.items()}
+    level_id = {lv: ids[0] for lv, ids in LEVEL_ID.items()}
     level_count = {lv: ids[1] for lv, ids in LEVEL_ID.items()}
     block_item, block_size = "threadIdx.y * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y"
     grid_item = "(blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"
@@ -175,7 +175,7 @@ class CudaDialect(WorkGroupDialect):
             em.line(f"{call.outer} = {em.combine(call.op, t, call.outer, call.local)};")
         else:
             idle = [lv for lv in LEVELS[1:] if lv not in em.state.part | set(loop.levels)]
-            lead = " && ".join(f"{self.lead_id[lv]} == 0" for lv in idle)   # one per block
+            lead = self.first(idle)             # one per block
             value = f"{lead} ? {call.local} : {self.identity(call.op, t)}" if lead else call.local
             if call.level == "worker":
                 self.halving_tree(em, call.op, t, value, call.outer)
@@ -205,14 +205,14 @@ class CudaDialect(WorkGroupDialect):
         inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
         empty = [lv for lv in idle if lv not in inner and (lv in summed or "gang" in loop.levels)]
         if empty:                       # threads that ran it redundantly count once
-            em.line(f"if (!({' && '.join(f'{self.lead_id[lv]} == 0' for lv in empty)})) "
+            em.line(f"if (!({self.first(empty)})) "
                     + self.fill(em, local, call.type, call.op))
         if "gang" in loop.levels:
             return
         idle = [lv for lv in idle if lv not in summed]      # those that sum, each a slice
         if call.outer not in em.cur.sizes:      # global memory: one gang stores
             idle = ["gang"] + [lv for lv in idle if lv != "gang"]
-        writer = " && ".join(f"{self.lead_id[lv]} == 0" for lv in dict.fromkeys(idle)) or "1"
+        writer = self.first(dict.fromkeys(idle)) or "1"
         base = "threadIdx.y * blockDim.x" if lanes else "0"
         n = "blockDim.x" if lanes else "blockDim.x * blockDim.y"
         me = "threadIdx.x" if lanes else "threadIdx.y * blockDim.x + threadIdx.x"

@@ -262,7 +262,7 @@ class LoopLowering:
         idle = [lv for lv in ("worker", "vector")
                 if lv not in em.state.part | set(loop.levels) | inner]
         if idle:
-            em.line(f"if (!({' && '.join(f'{ID[lv]} == 0' for lv in idle)})) "
+            em.line(f"if (!({self.first(idle)})) "
                     + self.fill(em, call.local, call.type, call.op))
 
     def _sum_group_copies(self, em, call):

@@ -93,7 +93,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     any_group_size = True
 
     level_id, level_count = ID, COUNT
-    lead_id = {"gang": "pyg_g", "worker": "get_local_id(1)", "vector": "get_local_id(0)"}
     block_item = "(long)get_local_id(1) * get_local_size(0) + get_local_id(0)"
     block_size = "(long)get_local_size(0) * get_local_size(1)"
     grid_item = "get_global_id(1) * get_global_size(0) + get_global_id(0)"

@@ -72,7 +72,6 @@ class WorkGroupDialect(Dialect):
 
     # -- spelling (every dialect sets these) -----------------------------------------
     level_id = level_count = {}     # per level: a participant's id, their number
-    lead_id = {"gang": "pyg_g"}     # + "worker", "vector": compared with 0 by `leader`
     block_item = block_size = ""    # the flat id of a work-item in its group; their number
     grid_item = grid_size = ""      # the same over the whole launch
     launch_items = ""               # the work-items of a launch, as a gang loop counts them
@@ -393,15 +392,18 @@ class WorkGroupDialect(Dialect):
                 f"{name}[e] = {self.identity(op, t.elem)};")
 
     # -- who stores -----------------------------------------------------------------------
+    def first(self, levels) -> str:
+        """The condition that a work-item is the first on each of ``levels`` ("": none)."""
+        return " && ".join(f"{self.level_id[lv]} == 0" for lv in levels)
+
     def leader(self, em, levels=LEVELS) -> str:
         """The condition that picks one work-item among those that run the current code
         redundantly on ``levels``."""
-        part = em.state.part
-        return " && ".join(f"{self.lead_id[lv]} == 0" for lv in levels if lv not in part) or "1"
+        return self.first([lv for lv in levels if lv not in em.state.part]) or "1"
 
     def group_leader(self) -> str:
         """The first work-item of a group."""
-        return f"{self.lead_id['vector']} == 0 && {self.lead_id['worker']} == 0"
+        return self.first(("vector", "worker"))
 
     def space(self, em, arr) -> str:
         """An array's memory: a private array sized at run time is a work-item's own."""
