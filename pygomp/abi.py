@@ -33,7 +33,7 @@ import traceback
 import numpy as np
 
 from . import acc, api
-from .runtime import accmap, devices, env, gcc_images, images, kinds, mapping
+from .runtime import accmap, devices, elf_tables, env, gcc_images, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -54,6 +54,9 @@ def attach(ffi_, lib_) -> None:
     for name, fn in list(globals().items()):
         if name.startswith("pg_py_"):
             ffi.def_extern(name=name, onerror=_on_error)(fn)
+    for found in elf_tables.loaded():
+        if found.variables:
+            images.register(elf_tables.offload_table(found))
 
 
 def _on_error(exc_type, exc, tb):

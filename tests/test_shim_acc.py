@@ -21,7 +21,8 @@ from pygomp import shim
 from test_shim import _env, _fatal, _opencl_devices, _passed
 
 HERE = Path(__file__).parent / "c"
-PROGRAMS = ["acc_maps.c", "acc_routines.c", "acc_async.c", "acc_errors.c"]
+PROGRAMS = ["acc_maps.c", "acc_routines.c", "acc_async.c", "acc_errors.c",
+            "acc_declare.c"]
 TIMEOUT = 180
 
 
@@ -42,7 +43,8 @@ def runs(tmp_path_factory):
         exes = dict(zip(PROGRAMS, pool.map(build, PROGRAMS)))
     pre = {"LD_PRELOAD": lib}
     todo = {name: ([exes[f"{name}.c"]], _env(**pre))
-            for name in ("acc_maps", "acc_routines", "acc_async")}
+            for name in ("acc_maps", "acc_routines", "acc_async", "acc_declare")}
+    todo["acc_declare-map"] = ([exes["acc_declare.c"], "map"], _env(**pre))
     todo["acc_maps-initial"] = ([exes["acc_maps.c"]], _env(ACC_DEVICE_TYPE="host", **pre))
     todo["acc_maps-libgomp"] = ([exes["acc_maps.c"]], _env())
     todo["acc_routines-libgomp"] = ([exes["acc_routines.c"]], _env())
@@ -61,9 +63,13 @@ def runs(tmp_path_factory):
         return {name: f.result() for name, f in futures.items()}
 
 
-@pytest.mark.parametrize("name", ["acc_maps", "acc_routines", "acc_async"])
+@pytest.mark.parametrize("name", ["acc_maps", "acc_routines", "acc_async", "acc_declare"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_a_declared_variable_s_device_address_is_taken(runs):
+    _fatal(runs["acc_declare-map"], r"device address \[0x[0-9a-f]+, \+8\] is already mapped")
 
 
 def test_clauses_with_separate_and_shared_memory(runs):
