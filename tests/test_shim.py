@@ -29,7 +29,7 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c"]
+            "declare_target.c", "legacy.c"]
 TIMEOUT = 180
 
 
@@ -103,6 +103,7 @@ def _runs(lib, exes):
     }
     for mode in ("extend", "use_device_ptr", "attach_null"):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
+    runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -146,6 +147,13 @@ def _passed(done):
 @pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_older_compilers_and_fortran_entry_points(runs):
+    """GCC 5's GOMP_target/_data/_update (8-bit kinds) and GOACC_parallel, called as
+    such binaries call them, map on the host device; omp_pause_resource(_all) and
+    Fortran's omp_*_ names answer for pygomp's devices (libgomp's own would not)."""
+    _passed(runs["legacy"])
 
 
 @pytest.mark.parametrize("where", ["host", "initial", "opencl"])
