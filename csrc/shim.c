@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -784,6 +785,32 @@ static void drop_waits(struct waits *w)
         va_end(ap);                                \
     }
 
+/* GOMP_DEBUG (a nonzero number, read as libgomp reads it): libgomp's trace lines for
+   the OpenACC constructs. */
+static int debug_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = secure_getenv("GOMP_DEBUG");
+        on = v && atoi(v) != 0;
+    }
+    return on;
+}
+
+static void trace_construct(const char *name, size_t mapnum, void **hostaddrs, size_t *sizes,
+                            unsigned short *kinds)
+{
+    if (debug_on())
+        fprintf(stderr, "%s: mapnum=%" PRIu64 ", hostaddrs=%p, size=%p, kinds=%p\n", name,
+                (uint64_t)mapnum, (void *)hostaddrs, (void *)sizes, (void *)kinds);
+}
+
+static void trace(const char *text, const char *name)
+{
+    if (debug_on())
+        fprintf(stderr, "  %s: %s\n", name, text);
+}
+
 static void acc_parallel(int flags_m, void (*fn)(void *), size_t mapnum, void **hostaddrs,
                          size_t *sizes, unsigned short *kinds, int async, struct waits *w,
                          unsigned *dims)
@@ -802,6 +829,7 @@ static void acc_parallel(int flags_m, void (*fn)(void *), size_t mapnum, void **
 EXPORT void GOACC_parallel_keyed(int flags_m, void (*fn)(void *), size_t mapnum,
                                  void **hostaddrs, size_t *sizes, unsigned short *kinds, ...)
 {
+    trace_construct(__func__, mapnum, hostaddrs, sizes, kinds);
     int async = ASYNC_SYNC;
     unsigned tag, dims[3] = {0, 0, 0};
     struct waits w;
@@ -869,13 +897,18 @@ EXPORT void GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_
                              unsigned short *kinds)
 {
     /* host_data use_device: Python writes the device addresses back into hostaddrs. */
+    trace_construct(__func__, mapnum, hostaddrs, sizes, kinds);
+    trace("prepare mappings", __func__);
     push_region(&acc_regions, acc_data(ACC_DATA, flags_m, mapnum, hostaddrs, sizes, kinds,
                                        ASYNC_SYNC, NULL));
+    trace("mappings prepared", __func__);
 }
 
 EXPORT void GOACC_data_end(void)
 {
+    trace("restore mappings", __func__);
     end_region(&acc_regions);
+    trace("mappings restored", __func__);
 }
 
 /* The data constructs that take an async queue and a wait list. */

@@ -44,6 +44,7 @@ def runs(tmp_path_factory):
     pre = {"LD_PRELOAD": lib}
     todo = {name: ([exes[f"{name}.c"]], _env(**pre))
             for name in ("acc_maps", "acc_routines", "acc_async", "acc_declare")}
+    todo["acc_maps-debug"] = ([exes["acc_maps.c"]], _env(GOMP_DEBUG="1", **pre))
     todo["acc_declare-map"] = ([exes["acc_declare.c"], "map"], _env(**pre))
     todo["acc_maps-initial"] = ([exes["acc_maps.c"]], _env(ACC_DEVICE_TYPE="host", **pre))
     todo["acc_maps-libgomp"] = ([exes["acc_maps.c"]], _env())
@@ -66,6 +67,19 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize("name", ["acc_maps", "acc_routines", "acc_async", "acc_declare"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_gomp_debug_traces_the_constructs(runs):
+    """GOMP_DEBUG=1: libgomp's trace lines for the constructs the shim runs."""
+    done = runs["acc_maps-debug"]
+    _passed(done)
+    entry = r"{}: mapnum=\d+, hostaddrs=0x[0-9a-f]+, size=0x[0-9a-f]+, kinds=0x[0-9a-f]+\n"
+    assert re.search(entry.format("GOACC_parallel_keyed"), done.stderr)
+    assert re.search(entry.format("GOACC_data_start") + r"  GOACC_data_start: prepare "
+                     r"mappings\n  GOACC_data_start: mappings prepared\n", done.stderr)
+    assert "  GOACC_data_end: restore mappings\n  GOACC_data_end: mappings restored\n" \
+        in done.stderr
+    assert "mapnum=" not in runs["acc_maps"].stderr
 
 
 def test_a_declared_variable_s_device_address_is_taken(runs):

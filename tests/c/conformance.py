@@ -93,7 +93,6 @@ KNOWN = {
         "subset-subarray-mappings-2", "pr92848-1-d-a", "pr92848-1-d-p", "pr92848-1-r-a",
         "pr92848-1-r-p", "subset-subarray-mappings-1-d-a", "subset-subarray-mappings-1-d-p",
         "subset-subarray-mappings-1-r-a", "subset-subarray-mappings-1-r-p")},
-    f"{OPENACC_SUITE}/gomp-debug-env.c": "GOMP_DEBUG's trace is libgomp's own",
     f"{OPENACC_SUITE}/acc_map_data-device_already-3.c":
         "acc_map_data of a device address already mapped (a declared variable's) is "
         "refused, as OpenACC says; the test expects libgomp's missing check (PR92888)",
