@@ -722,6 +722,7 @@ EXPORT void GOMP_offload_unregister(const void *host_table, int target_type,
 #define ASYNC_SYNC (-2)
 #define ACC_DEVICE_NONE 0
 #define ACC_DEVICE_HOST 2
+#define ACC_DEVICE_HOST_NONSHM 3
 #define ACC_DEVICE_NOT_HOST 4
 
 /* What pg_py_acc_data does; values shared with abi.py. */
@@ -996,6 +997,8 @@ EXPORT int acc_on_device(int d)
     int t = acc_region_type;
     if (!t || t == ACC_DEVICE_HOST)
         return d == ACC_DEVICE_HOST || d == ACC_DEVICE_NONE;
+    if (t == ACC_DEVICE_HOST_NONSHM)    /* host code, memory of its own */
+        return d == ACC_DEVICE_HOST || d == ACC_DEVICE_NONE || d == ACC_DEVICE_HOST_NONSHM;
     return d == t || d == ACC_DEVICE_NOT_HOST;
 }
 

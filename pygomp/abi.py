@@ -496,7 +496,7 @@ def _acc_region(dev, fn, items):
     ok = False
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
-        mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
+        mapping.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
         ok = True
     finally:
         mapping.end(r, copy_back=ok)

@@ -14,8 +14,9 @@ with ``-foffload=disable`` and each test's own options:
 - libgomp.oacc-c-c++-common, built with ``-fopenacc`` as libgomp's testsuite builds it
   for its host (``-DACC_DEVICE_TYPE_host=1 -DACC_MEM_SHARED=1``, ACC_DEVICE_TYPE=host)
   for libgomp alone, and as for a device with memory of its own
-  (``-DACC_DEVICE_TYPE_host_nonshm=1 -DACC_MEM_SHARED=0``, no openacc_*_selected
-  target) for the shim on the host device.  The two builds select different tests
+  (``-DACC_DEVICE_TYPE_host=1 -DACC_MEM_SHARED=0``: its regions are host code, its
+  memory separate; no openacc_*_selected target, whose selectors mean shared memory)
+  for the shim on the host device.  The two builds select different tests
   (``dg-skip-if`` on ACC_MEM_SHARED), so the counts are each runtime's own.
 
 A test that fails under the shim is run again under the shim on the initial device
@@ -69,17 +70,10 @@ SEPARATE_MEMORY = {
 _ONE_GANG = ("on the host one gang runs the region (GCC's host code), where a device runs "
              "num_gangs gangs redundantly")
 NEEDS_DEVICE = {f"{OPENACC_SUITE}/{t}": why for t, why in {
-    "firstprivate-1.c": _ONE_GANG + ": gang-private firstprivate copies",
-    "par-reduction-1.c": _ONE_GANG + ": a reduction over the gangs",
-    "par-reduction-2.c": _ONE_GANG + ": a reduction over the gangs",
-    "parallel-reduction.c": _ONE_GANG + ": a reduction over the gangs",
-    "private-atomic-1-gang.c": _ONE_GANG + ": atomics in each gang",
     "gang-reduction-var-assignment.c": _ONE_GANG + " (libgomp's own host fails it too: "
                                                    "its xfail, PR88852)",
     "static-variable-1.c": "checks the number of gangs it gets through GCC's parallelism "
                            "builtins, which host code answers with 1",
-    "loop-gwv-2.c": "checks that loops distribute over vectors through GCC's parallelism "
-                    "builtins, which host code answers with 0",
     "if-1.c": "acc_on_device(acc_device_host) in the region: GCC folds it to the host's "
               "answer in host code, where the data is the device's",
 }.items()}
@@ -132,7 +126,7 @@ class Config(NamedTuple):
 OPENMP = Config("openmp", ("-fopenmp",), HAVE)
 ACC_HOST = Config("acc-host", ("-fopenacc", "-DACC_DEVICE_TYPE_host=1", "-DACC_MEM_SHARED=1"),
                   HAVE | {"openacc_host_selected"})
-ACC_DEVICE = Config("acc-device", ("-fopenacc", "-DACC_DEVICE_TYPE_host_nonshm=1",
+ACC_DEVICE = Config("acc-device", ("-fopenacc", "-DACC_DEVICE_TYPE_host=1",
                                    "-DACC_MEM_SHARED=0"), HAVE)
 
 def fetch(cache: Path) -> Path:
