@@ -34,9 +34,9 @@ import test_kernels_examples as tke  # noqa: E402
 from pygomp.compiler.emit import arg_words  # noqa: E402
 import pygomp.kernels as omp  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
+from pygomp.runtime.plugin import program  # noqa: E402
 
 target = pytest.importorskip("pygomp_plugins.cuda.target")
-_program = pytest.importorskip("pygomp_plugins.cuda.plugin")._program
 if not shutil.which("g++"):
     pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
 
@@ -216,7 +216,7 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
         words.append(private.ctypes.data)
     w = np.array(words, np.uint64)
     rng = np.random.default_rng(seed)
-    ops = _program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
+    ops = program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
         if info.program else range(len(info.entries))
     for e in ops:                           # the plugin's order of the entries
         lv = info.levels[e]
