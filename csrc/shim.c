@@ -9,7 +9,11 @@
    GOMP_DEVICE_HOST_FALLBACK, found with dlsym(RTLD_NEXT)): that gives the region a
    fresh OpenMP context and gives nowait/depend libgomp's task semantics.  The region
    reaches pg_run() there, which maps through Python, calls the host code with device
-   addresses (or lets Python launch an image), and unmaps. */
+   addresses (or lets Python launch an image), and unmaps.
+
+   The numbers both halves use (OP_*, ACC_*, R_*, the target types, OpenACC's queue
+   and device-type numbers) come from csrc/contract.py: build.py writes them ahead of
+   this file. */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,9 +32,6 @@
 #define MAP_FIRSTPRIVATE 12
 #define DEVICE_HOST_FALLBACK (-2)
 #define TARGET_FLAG_NOWAIT 1
-
-/* What pg_run does (the op of a pg_task); values shared with abi.py. */
-enum { OP_TARGET = 0, OP_DATA = 1, OP_UPDATE = 2, OP_ENTER = 3, OP_EXIT = 4 };
 
 /* The default device of C code is libgomp's default-device ICV, so that tasks and the
    threads of a parallel region inherit it as OpenMP says.  Inside a region on an
@@ -609,9 +610,6 @@ EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t eleme
 /* pygomp's tables (pygomp/build.py) and GCC's nvptx images wait here from the
    program's constructors on, until Python starts; then they, and every later one, go
    to Python (pygomp/runtime/images.py).  Every other target type is libgomp's. */
-#define TARGET_TYPE 0x7067
-#define NVIDIA_PTX 5
-
 static int ours(int target_type)
 {
     return target_type == TARGET_TYPE || target_type == NVIDIA_PTX;
@@ -627,12 +625,11 @@ static struct table *waiting;        /* registered before Python started, in ord
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_to_python;         /* Python has them, and gets new ones at once */
 
-/* op: 1 register, 0 unregister; the target type rides above it (abi.pg_py_table). */
-static void to_python(int op, unsigned version, int type, const void *host_table,
+static void to_python(int registering, unsigned version, int type, const void *host_table,
                       const void *data)
 {
     ensure();
-    if (!pg_py_table(op | type << 1, version, (uintptr_t)host_table, (uintptr_t)data))
+    if (!pg_py_table(registering, type, version, (uintptr_t)host_table, (uintptr_t)data))
         fail();
 }
 
@@ -645,7 +642,7 @@ static void hand_over_tables(void)
     pthread_mutex_unlock(&tables_lock);
     while (t) {
         struct table *next = t->next;
-        if (!pg_py_table(1 | t->type << 1, t->version, (uintptr_t)t->host_table,
+        if (!pg_py_table(1, t->type, t->version, (uintptr_t)t->host_table,
                          (uintptr_t)t->data))
             fail();
         free(t);
@@ -713,21 +710,11 @@ EXPORT void GOMP_offload_unregister(const void *host_table, int target_type,
 
 /* -- OpenACC: the GOACC_* entry points and the acc_* routines ------------------------ */
 
-/* gomp-constants.h and openacc.h (GCC 12) */
-#define GOACC_FLAG_HOST_FALLBACK 1
+/* gomp-constants.h (GCC 12) */
 #define LAUNCH_DIM 1
 #define LAUNCH_ASYNC 2
 #define LAUNCH_WAIT 3
 #define LAUNCH_OP_MAX 0xffff
-#define ASYNC_SYNC (-2)
-#define ACC_DEVICE_NONE 0
-#define ACC_DEVICE_HOST 2
-#define ACC_DEVICE_HOST_NONSHM 3
-#define ACC_DEVICE_NOT_HOST 4
-
-/* What pg_py_acc_data does; values shared with abi.py. */
-enum { ACC_DATA = 0, ACC_ENTER = 1, ACC_EXIT = 2, ACC_ENTER_EXIT = 3, ACC_UPDATE = 4,
-       ACC_DECLARE = 5, ACC_WAIT = 6 };
 
 /* The device type of the compute region this thread runs (0: none, the host). */
 static __thread int acc_region_type;
@@ -949,18 +936,8 @@ EXPORT int GOACC_get_thread_num(void)
     return 0;
 }
 
-/* The acc_* routines, answered by abi.py: one call with a routine number (abi.py's
-   ACC_ROUTINES, in this order), three argument words and an async queue. */
-enum {
-    R_GET_NUM_DEVICES, R_SET_DEVICE_TYPE, R_GET_DEVICE_TYPE, R_SET_DEVICE_NUM,
-    R_GET_DEVICE_NUM, R_INIT, R_SHUTDOWN, R_MALLOC, R_FREE, R_COPYIN, R_CREATE, R_COPYOUT,
-    R_COPYOUT_FINALIZE, R_DELETE, R_DELETE_FINALIZE, R_UPDATE_DEVICE, R_UPDATE_SELF,
-    R_IS_PRESENT, R_DEVICEPTR, R_HOSTPTR, R_MAP_DATA, R_UNMAP_DATA, R_MEMCPY_TO_DEVICE,
-    R_MEMCPY_FROM_DEVICE, R_ATTACH, R_DETACH, R_DETACH_FINALIZE, R_ASYNC_TEST,
-    R_ASYNC_TEST_ALL, R_WAIT, R_WAIT_ALL, R_WAIT_ASYNC, R_WAIT_ALL_ASYNC, R_GET_PROPERTY,
-    R_GET_PROPERTY_STRING
-};
-
+/* The acc_* routines, answered by abi.py: one call with a routine number (R_*), three
+   argument words and an async queue. */
 static uint64_t acc_call(int routine, uint64_t a, uint64_t b, uint64_t c, int async)
 {
     uint64_t words[3] = {a, b, c}, result = 0;
