@@ -96,6 +96,11 @@ acc_memcpy_from_device_async acc_attach acc_attach_async acc_detach acc_detach_a
 acc_detach_finalize acc_detach_finalize_async acc_async_test acc_async_test_all acc_wait
 acc_async_wait acc_wait_all acc_async_wait_all acc_wait_async acc_wait_all_async
 acc_get_property acc_get_property_string
+GOMP_target GOMP_target_data GOMP_target_update GOACC_parallel
+omp_pause_resource omp_pause_resource_all
+omp_get_num_devices_ omp_get_default_device_ omp_set_default_device_
+omp_set_default_device_8_ omp_is_initial_device_ omp_get_initial_device_ omp_get_device_num_
+omp_pause_resource_ omp_pause_resource_all_
 """.split()
 
 INIT = f"""

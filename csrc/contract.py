@@ -40,10 +40,11 @@ NVIDIA_PTX = 5                  # GOMP_DEVICE_NVIDIA_PTX: GCC's nvptx images
 ASYNC_SYNC = -2                 # acc_async_sync
 ACC_DEVICE_NONE = 0             # acc_device_t, as pg_call_acc's type
 ACC_DEVICE_HOST = 2
+ACC_DEVICE_HOST_NONSHM = 3
 ACC_DEVICE_NOT_HOST = 4
 
 DEFINES = ("TARGET_TYPE", "NVIDIA_PTX", "ASYNC_SYNC", "ACC_DEVICE_NONE", "ACC_DEVICE_HOST",
-           "ACC_DEVICE_NOT_HOST")
+           "ACC_DEVICE_HOST_NONSHM", "ACC_DEVICE_NOT_HOST")
 
 
 def c_text() -> str:

@@ -36,7 +36,7 @@ from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
 from . import acc, api
-from .runtime import accmap, devices, env, gcc_images, images, kinds, mapping
+from .runtime import accmap, devices, elf_tables, env, gcc_images, images, kinds, mapping
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -56,6 +56,9 @@ def attach(ffi_, lib_) -> None:
     for name, fn in list(globals().items()):
         if name.startswith("pg_py_"):
             ffi.def_extern(name=name, onerror=_on_error)(fn)
+    for found in elf_tables.loaded():
+        if found.variables:
+            images.register(elf_tables.offload_table(found))
 
 
 def _on_error(exc_type, exc, tb):
@@ -493,7 +496,7 @@ def _acc_region(dev, fn, items):
     ok = False
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
-        mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
+        mapping.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
         ok = True
     finally:
         mapping.end(r, copy_back=ok)

@@ -50,8 +50,10 @@ def test_python_copies_agree():
     assert build.TARGET_TYPE == contract.TARGET_TYPE
     assert gcc_images.NVIDIA_PTX == contract.NVIDIA_PTX
     assert acc.async_sync == contract.ASYNC_SYNC
-    assert (acc.device_none, acc.device_host, acc.device_not_host) == (
-        contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST, contract.ACC_DEVICE_NOT_HOST)
+    assert (acc.device_none, acc.device_host, acc.device_host_nonshm,
+            acc.device_not_host) == (contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST,
+                                     contract.ACC_DEVICE_HOST_NONSHM,
+                                     contract.ACC_DEVICE_NOT_HOST)
 
 
 def test_pygomp_tables():
