@@ -35,7 +35,7 @@ import threading
 from contextlib import contextmanager
 
 from .constructs import array_item, one_clause
-from .runtime import accmap, devices, env, kinds, mapping, tasks
+from .runtime import accmap, deferred, devices, env, kinds, mapping, tasks
 from .runtime.mapping import Item, MappingError
 
 device_none, device_default, device_host, device_host_nonshm = 0, 1, 2, 3
@@ -355,19 +355,19 @@ def run(q, fn, dev=None, stage=False):
     stage them: what the construct copies in is what the host held when it was reached."""
     _check_async(q)
     dev = dev or current()
-    with mapping.deferred() as work:
+    with deferred.deferred() as work:
         result = fn()
     frees = [w for w in work if w[0] == dev.plugin.free]
     if q == async_sync:
         if frees:
             _wait_queues(dev, _queues_of(dev))
-        mapping.do(work)
+        deferred.do(work)
         return result
     rest = [_staged(w) if stage and w[0] == dev.plugin.host2dev else w
             for w in work if w[0] != dev.plugin.free]
-    enqueue(dev, q, lambda: mapping.do(rest))
+    enqueue(dev, q, lambda: deferred.do(rest))
     if frees:
-        enqueue(dev, q, lambda: mapping.do(frees), after=_queues_of(dev))
+        enqueue(dev, q, lambda: deferred.do(frees), after=_queues_of(dev))
     return result
 
 
@@ -532,7 +532,7 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
     NULL, equal addresses and copies past the end of acc_malloc's block are errors."""
     dev = current()
     if dev.is_initial:
-        return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
+        return run(q, lambda: deferred.later(ctypes.memmove, dst, src, size), dev)
     d, h = (dst, src) if to_device else (src, dst)
     if d == h or not d or not h:
         raise MappingError("invalid host or device address" if d == h else
@@ -544,7 +544,7 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
         raise MappingError(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
                     f"acc_malloc gave at {block[0]:#x}")
     copy = dev.plugin.host2dev if to_device else dev.plugin.dev2host
-    run(q, lambda: mapping.later(copy, dev.local, dst, src, size), dev)
+    run(q, lambda: deferred.later(copy, dev.local, dst, src, size), dev)
 
 
 def attach(ptr, q=async_sync) -> None:
