@@ -58,6 +58,8 @@ def attach_pointer(dev, e, ptr, bias=0, zero_length=False):
                 raise error(dev, f"pointer target not mapped for attach (the pointer at "
                                  f"{ptr:#x} holds {target:#x})")
             value = 0
+        if e.dev_start == e.host_start:     # the program's own variable: keep its value
+            e.saved = {**(e.saved or {}), off: target}
         write_pointer(dev, e.dev_start + off, value)
     if e.attached is None:
         e.attached = {}
@@ -65,7 +67,8 @@ def attach_pointer(dev, e, ptr, bias=0, zero_length=False):
 
 
 def detach_pointer(dev, e, ptr, finalize=False):
-    """One attach count less; at zero the device copy gets the host pointer again."""
+    """One attach count less; at zero the device copy gets the host pointer again (the
+    value the attach replaced, where the device copy is the host's own)."""
     off = ptr - e.host_start
     if e.attached is None:
         raise error(dev, f"no attachment counters for struct (pointer at {ptr:#x})")
@@ -74,7 +77,8 @@ def detach_pointer(dev, e, ptr, finalize=False):
         raise error(dev, "attach count underflow")
     if finalize or n == 1:
         e.attached.pop(off, None)
-        write_pointer(dev, e.dev_start + off, read_pointer(ptr))
+        saved = (e.saved or {}).pop(off, None)
+        write_pointer(dev, e.dev_start + off, read_pointer(ptr) if saved is None else saved)
     else:
         e.attached[off] = n - 1
 

@@ -29,7 +29,8 @@ MappingError.__module__ = "pygomp.runtime.mapping"     # its public name, in tra
 
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
-                 "dynamic_refcount", "keepalive", "associated", "attached", "group", "shared")
+                 "dynamic_refcount", "keepalive", "associated", "attached", "saved", "group",
+                 "shared")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -42,6 +43,8 @@ class Entry:
         self.keepalive = keepalive      # the host object, kept alive while mapped
         self.associated = associated    # made by omp_target_associate_ptr
         self.attached = None            # offset -> attach count of pointers in it
+        self.saved = None               # offset -> the host value an attach replaced, in
+                                        # an entry whose device copy is the host's own
         self.group = None               # struct members: all of them, the owner first
         self.shared = None              # OpenACC struct members: the `Shared` block
 
