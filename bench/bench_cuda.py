@@ -114,7 +114,7 @@ def main():
         bw, bw_cupy = moved / t_ours, moved / t_cupy
         print(f"{name} float32: pygomp {t_ours * 1e3:7.3f} ms {bw / 1e9:7.1f} GB/s "
               f"({bw / copy_bw:5.1%} of copy) | {other} {t_cupy * 1e3:7.3f} ms "
-              f"{bw_cupy / 1e9:7.1f} GB/s ({bw_cupy / copy_bw:5.1%}) | wall a call: pygomp "
+              f"{bw_cupy / 1e9:7.1f} GB/s ({bw_cupy / copy_bw:5.1%}) | wall per call: pygomp "
               f"{wall['pygomp'] * 1e3:.3f} ms, {other} {wall['cupy'] * 1e3:.3f} ms", flush=True)
         rows.append((f"{name} float32 2^{args.log2n}", f"{bw / copy_bw:.0%} of copy",
                      f"x{t_ours / t_cupy:.2f} {other}'s time"))

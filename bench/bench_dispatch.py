@@ -58,7 +58,7 @@ KERNELS = {1: one, 3: three, 6: six}
 
 
 def duel(fns, calls, repeat, chunk=100):
-    """Best time a call of each function over ``repeat`` rounds of ``calls`` calls; within
+    """Best time per call of each function over ``repeat`` rounds of ``calls`` calls; within
     a round the functions take turns every ``chunk`` calls, so that both see the same
     machine (which others may be loading)."""
     best = {k: float("inf") for k in fns}

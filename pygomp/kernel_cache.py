@@ -2,7 +2,7 @@
 instead of running the compiler (which it then never imports).
 
 The compiler turns a kernel's Python function, for one signature and one target
-dialect, into source text and a KernelInfo a kernel.  An entry keeps that result in the
+dialect, into source text and a KernelInfo per kernel.  An entry keeps that result in the
 runtime's disk cache, keyed by
 
 - the function's file (its path and a hash of its text), first line and name;

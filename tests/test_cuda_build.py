@@ -24,7 +24,7 @@ import conftest  # noqa: E402
 
 nvrtc = pytest.importorskip("pygomp_plugins.cuda.nvrtc")
 ARCHS = (70, 80, 90)
-BATCH = 25                      # kernels a program
+BATCH = 25                      # kernels per program
 
 
 def _nvrtc_or_skip():

@@ -72,7 +72,7 @@ struct pyg_barrier {                    // gives up (and says so) after 5 s
     }
 };
 static pyg_barrier *pyg_block;
-static std::vector<pyg_barrier *> pyg_lanes;        // one a worker
+static std::vector<pyg_barrier *> pyg_lanes;        // one per worker
 static unsigned long long pyg_slots[4096];
 unsigned long long pyg_tree[4096];
 static unsigned char pyg_arena[16][8192];        // __shared__ variables, refilled a block

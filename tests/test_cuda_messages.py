@@ -38,6 +38,6 @@ def test_a_kernel_that_fails(plugin):
 def test_too_much_shared_memory(plugin):
     image = Image("cuda", b"", (KernelInfo("k", team_bytes=4096),))
     with pytest.raises(PluginError, match=re.escape(
-            "kernel k needs 4096 bytes of shared memory a block; device 3 (cuda 0) has "
+            "kernel k needs 4096 bytes of shared memory per block; device 3 (cuda 0) has "
             "1024")):
         plugin.load_image(0, image, 1, 0)

@@ -263,7 +263,7 @@ def array_sums(A, x, y, h):
 def scratch_rows(A, out, m: int):
     n, k = A.shape                       # names of the arguments' values may size arrays
     for i in omp.parallel_range(n):
-        s = np.zeros(k)                  # sized at run time, one a thread
+        s = np.zeros(k)                  # sized at run time, one per thread
         t = np.empty((m, 2), np.int64)
         for j in range(k):
             s[j] = A[i, j] * 2.0

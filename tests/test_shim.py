@@ -253,7 +253,7 @@ def test_device_without_image(runs):
 @pytest.mark.parametrize("where", ["host", "opencl"])
 def test_c_calls_kernels_written_in_python(runs, where):
     """examples/c: `python -m pygomp build kernels.py` gives saxpy and dot C entry points;
-    under the shim they run from the table's images (a launch a call), and inside the
+    under the shim they run from the table's images (a launch per call), and inside the
     program's own target data region they copy nothing."""
     if f"tables-{where}" not in runs:
         pytest.skip("no OpenCL device")

@@ -39,7 +39,7 @@ def test_a_run_writes_a_chrome_trace(tmp_path):
     labels = run(tmp_path, PYGOMP_PROFILE=str(path))
     events = json.loads(path.read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    assert names == dict(enumerate(labels))             # a track a device, named by it
+    assert names == dict(enumerate(labels))             # a track per device, named by it
     spans = [e for e in events if e["ph"] == "X"]
     for e in spans:
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int) and e["cat"]

@@ -1,4 +1,4 @@
-"""Solvers: lu and cholesky, one parallel loop a column."""
+"""Solvers: lu and cholesky, one parallel loop per column."""
 import math
 
 import numpy as np

@@ -100,7 +100,7 @@ def acc_geometry(k: Kernel, props, launch):
         dims[0] = gangs or 1024
     if dims[1] * dims[2] > k.max_threads:
         raise PluginError(f"kernel {k.name}: num_workers {dims[1]} x vector_length {dims[2]} "
-                          f"threads a gang, and it can run at most {k.max_threads}; "
+                          f"threads per gang, and it can run at most {k.max_threads}; "
                           f"recompile with smaller ones (or -fopenacc-dim=:W:V with "
                           f"W x V <= {k.max_threads})")
     return tuple(dims)

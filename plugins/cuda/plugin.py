@@ -299,7 +299,7 @@ class CudaPlugin(Plugin):
                                   f"the CUDA plugin does not launch cooperative kernels")
             if k.team_bytes > shared:
                 raise PluginError(f"kernel {k.name} needs {k.team_bytes} bytes of shared "
-                                  f"memory a block; {self.label(dev)} has {shared}")
+                                  f"memory per block; {self.label(dev)} has {shared}")
         key = hashlib.sha256(image.code).hexdigest()
         drv = cupy.cuda.driver
         with _On(d.ordinal), self._lock:

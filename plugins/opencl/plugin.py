@@ -168,7 +168,7 @@ class _Kernel(Kernel):
             limit = self.d.dev.max_mem_alloc_size
             if size > limit:
                 raise PluginError(f"kernel {info.name} needs {per} bytes of private "
-                                  f"arrays a work-item, {size} bytes for its "
+                                  f"arrays per work-item, {size} bytes for its "
                                   f"{size // per} work-items; the device allocates at "
                                   f"most {limit} bytes at once")
             vals.append(self.grow("private", size))

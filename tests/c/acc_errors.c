@@ -1,4 +1,4 @@
-/* One OpenACC error a run, chosen by argv[1]; the program prints the addresses the
+/* One OpenACC error per run, chosen by argv[1]; the program prints the addresses the
    expected message names, then does what fails (libgomp's words on stderr, exit
    status 1). */
 #include <openacc.h>

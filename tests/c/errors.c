@@ -1,4 +1,4 @@
-/* One error a run, chosen by argv[1]; the program prints the addresses the expected
+/* One error per run, chosen by argv[1]; the program prints the addresses the expected
    message names, then does what fails (libgomp's words on stderr, exit status 1). */
 #include <stdlib.h>
 #include <string.h>

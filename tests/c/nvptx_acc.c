@@ -1,5 +1,5 @@
 /* OpenACC compute regions for GCC's nvptx offload images (tests/test_nvptx_images.py,
-   bench/gpu_check.sh); every value is checked.  Prints one line a region. */
+   bench/gpu_check.sh); every value is checked.  Prints one line per region. */
 #include <openacc.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* OpenMP target regions for GCC's nvptx offload images (tests/test_nvptx_images.py,
    bench/gpu_check.sh).  Built with -foffload=nvptx-none; every value is checked, under
-   libgomp, under the shim's host fallback and on a GPU.  Prints one line a region. */
+   libgomp, under the shim's host fallback and on a GPU.  Prints one line per region. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
