@@ -16,6 +16,11 @@ saxpy on PoCL, examples/c/kernels.py's kernel on a million floats kept present b
 `target data`: called from C through the table `python -m pygomp build` writes, and
 called from Python (wall-clock time, best of 7 repeats: the kernel runs in PoCL's
 threads).
+
+Start-up: whole processes, best of 9 (the programs start and end in turn): a program
+with one empty target region (`map(tofrom: x)`) and one with none, under libgomp alone
+and under libpygomp.so on the host device and with every device (what starting the
+embedded Python, pygomp and the devices costs a program).
 """
 from __future__ import annotations
 
@@ -98,6 +103,35 @@ int main(int argc, char **argv)
 """
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "c")
 
+STARTUP = {"one empty region": "int main(void) { int x = 0;\n"
+                               "#pragma omp target map(tofrom: x)\n x += 1;\n return x != 1; }\n",
+           "no region": "int main(void) { int s = 0;\n#pragma omp parallel for reduction(+: s)\n"
+                        " for (int i = 0; i < 100; i++) s += i;\n return s != 4950; }\n"}
+
+
+def startup(tmp, lib, repeat=9):
+    """{program: {runtime: best seconds}} of whole processes, run in turn."""
+    runtimes = {"libgomp alone": {}, "shim, host device": {"LD_PRELOAD": lib,
+                                                           "PYGOMP_DEVICES": "host"},
+                "shim, every device": {"LD_PRELOAD": lib}}       # PYGOMP_DEVICES unset
+    out = {}
+    for name, text in STARTUP.items():
+        src, exe = os.path.join(tmp, "start.c"), os.path.join(tmp, name.replace(" ", "_"))
+        with open(src, "w") as f:
+            f.write(text)
+        subprocess.run(["gcc", "-O2", "-fopenmp", "-foffload=disable", src, "-o", exe],
+                       check=True)
+        best = dict.fromkeys(runtimes, 1e9)
+        for _ in range(repeat):
+            for rt, extra in runtimes.items():
+                env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD",
+                                                                       "PYGOMP_DEVICES")}
+                t = time.perf_counter()
+                subprocess.run([exe], env={**env, **extra}, check=True)
+                best[rt] = min(best[rt], time.perf_counter() - t)
+        out[name] = best
+    return out
+
 
 @omp.target(map={"a": "tofrom"})
 def empty(a):
@@ -162,6 +196,7 @@ def main(quick=False):
         rows = [("C through libpygomp.so, host device", c_region(exe, n, lib)),
                 ("C under libgomp alone (host fallback)", c_region(exe, n * 10, None)),
                 ("Python kernel, host device", python_region(n))]
+        starts = startup(tmp, lib, 3 if quick else 9)
         pocl = omp.omp_get_num_devices() > 1 and [
             ("C through its table (python -m pygomp build)", c_saxpy(tmp, lib, size, calls)),
             ("Python", python_saxpy(size, calls))]
@@ -175,6 +210,12 @@ def main(quick=False):
             print(f"  {name:46s} {us:9.1f} us   {us / pocl[1][1]:8.2f}x Python")
     else:
         print("saxpy on PoCL: no OpenCL device")
+    print("start-up, whole processes (best of runs in turn)")
+    for name, best in starts.items():
+        base = best["libgomp alone"]
+        print(f"  {name}: " + ", ".join(f"{rt} {t * 1e3:6.1f} ms" + (
+            f" (+{(t - base) * 1e3:.1f} ms)" if rt != "libgomp alone" else "")
+            for rt, t in best.items()))
 
 
 if __name__ == "__main__":

@@ -30,8 +30,6 @@ import sys
 import threading
 import traceback
 
-import numpy as np
-
 from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
@@ -283,6 +281,7 @@ def _write_back(dev, start, after, before):
     copy."""
     if after == before:
         return
+    import numpy as np
     new, old = np.frombuffer(after, np.uint8), np.frombuffer(before, np.uint8)
     changed = np.flatnonzero(new != old)
     lo, hi = int(changed[0]), int(changed[-1]) + 1

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
-
-import numpy as np
+import math
 
 from .constructs import ARRAYS, as_array
 from .runtime import devices, mapping
@@ -120,8 +119,8 @@ def omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets
             _copy(d + dst_offsets[dim] * element_size, dd,
                   s + src_offsets[dim] * element_size, sd, n)
             return
-        d_stride = element_size * int(np.prod(dst_dimensions[dim + 1:num_dims]))
-        s_stride = element_size * int(np.prod(src_dimensions[dim + 1:num_dims]))
+        d_stride = element_size * math.prod(dst_dimensions[dim + 1:num_dims])
+        s_stride = element_size * math.prod(src_dimensions[dim + 1:num_dims])
         for j in range(volume[dim]):
             rect(d + (dst_offsets[dim] + j) * d_stride,
                  s + (src_offsets[dim] + j) * s_stride, dim + 1)

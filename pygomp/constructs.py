@@ -6,9 +6,8 @@ memory it shares) in two clauses of one construct is a ValueError, as GCC refuse
 """
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
-
-import numpy as np
 
 from .runtime import devices, kinds, mapping
 
@@ -38,11 +37,15 @@ def as_array(obj):
     """``obj`` as a numpy array over the same memory, or None if it is no array: an
     ndarray (np.memmap and other subclasses too) as it is; an object with
     ``__array_interface__`` or the buffer protocol (bytearray, array.array, ctypes
-    arrays, memoryview, ...) viewed without a copy."""
-    if isinstance(obj, np.ndarray):
+    arrays, memoryview, ...) viewed without a copy.  numpy is imported on first use
+    (a C program's maps never need it)."""
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
         return obj
-    if isinstance(obj, (np.generic, int, float, complex, str)):
+    if isinstance(obj, (int, float, complex, str)) or np is not None and isinstance(
+            obj, np.generic):
         return None
+    import numpy as np
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
         return np.asarray(obj)
     try:

@@ -29,7 +29,7 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c", "legacy.c"]
+            "declare_target.c", "legacy.c", "empty_region.c"]
 TIMEOUT = 180
 
 
@@ -104,6 +104,7 @@ def _runs(lib, exes):
     for mode in ("extend", "use_device_ptr", "attach_null"):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
     runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
+    runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -148,6 +149,18 @@ def _passed(done):
 @pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_a_region_imports_only_what_it_needs(runs):
+    """A region on the host device starts the embedded Python and pygomp's runtime, but
+    neither numpy nor the compiler nor another plugin (PYTHONVERBOSE lists every
+    import)."""
+    done = runs["imports"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = re.findall(r"^import '([\w.]+)'", done.stderr, re.M)
+    assert "pygomp.abi" in imported and "pygomp_plugins.host.plugin" in imported
+    assert [m for m in imported if m.split(".")[0] in ("numpy", "pyopencl", "cupy")
+            or m.startswith(("pygomp.compiler", "pygomp_plugins.opencl"))] == []
 
 
 def test_older_compilers_and_fortran_entry_points(runs):
