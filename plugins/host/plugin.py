@@ -17,8 +17,8 @@ import types
 import _cffi_backend
 
 from pygomp.errors import CompileError, compiler_error
-from pygomp.runtime import cache, elf_tables, hostmem
-from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin
+from pygomp.runtime import cache, hostmem
+from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
@@ -127,7 +127,7 @@ class HostPlugin(Plugin):
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
-        if isinstance(image, elf_tables.ProgramImage):      # the program's own memory
+        if isinstance(image, ProgramImage):      # the program's own memory
             return [], list(image.addresses)
         # The offload device and the initial device share this plugin: count the loads.
         with self._lock:

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 
 from . import images
-from .plugin import Image
+from .plugin import ProgramImage
 
 LINK_BIT = 1 << 63
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")      # Elf64_Ehdr
@@ -30,14 +30,6 @@ class Tables:
     functions: tuple                # host addresses
     variables: tuple                # (host address, size without the link bit)
     links: tuple                    # per variable: declare target link
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class ProgramImage(Image):
-    """The program's own host code as the image of a device that runs it (the host
-    plugin's): its variables are the program's, at their host ``addresses``, so the
-    region's host code and the device's map see the same memory."""
-    addresses: tuple = ()
 
 
 def offload_table(found: Tables) -> images.OffloadImage:

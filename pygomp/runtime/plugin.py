@@ -179,6 +179,15 @@ class Image:
                 f"{len(self.variables)} variables, {len(self.code)} bytes>")
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class ProgramImage(Image):
+    """A C program's own host code as the image of a device that runs it (the host
+    plugin's): its variables are the program's, at their host ``addresses``, so the
+    region's host code and the device's map see the same memory (runtime/elf_tables.py
+    makes them)."""
+    addresses: tuple = ()
+
+
 @dataclass(frozen=True)
 class Source:
     """A unit written by hand (what a dialect's `emit.Unit` is for generated code)."""
