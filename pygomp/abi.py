@@ -34,8 +34,8 @@ from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
 from . import acc, api
-from .runtime import (accmap, calls, deferred, devices, elf_tables, env, gcc_images, images,
-                      kinds, mapping)
+from .runtime import (accmap, calls, deferred, devices, elf_tables, env, gcc_images,
+                      images, kinds, mapping, trace)
 from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -273,22 +273,21 @@ def _on_host(dev, words, ranges, slots, pointers, call, where):
         slot.value = value
     with _merging:
         for i, (copy, before) in views.items():
-            _write_back(dev, starts[i], copy.raw, before)
+            _write_back(dev, starts[i], copy, before)
 
 
-def _write_back(dev, start, after, before):
-    """The bytes of a host view that its region changed, into the device's current
-    copy."""
-    if after == before:
-        return
+def _write_back(dev, start, view, before):
+    """The bytes of a host view that its region changed (against the bytes ``before``),
+    into the device's current copy: one span from the first changed byte to the last."""
     import numpy as np
-    new, old = np.frombuffer(after, np.uint8), np.frombuffer(before, np.uint8)
-    changed = np.flatnonzero(new != old)
-    lo, hi = int(changed[0]), int(changed[-1]) + 1
+    new, old = np.frombuffer(view, np.uint8), np.frombuffer(before, np.uint8)
+    changed = new != old
+    if not changed.any():
+        return
+    lo, hi = int(changed.argmax()), len(changed) - int(changed[::-1].argmax())
     current = np.empty(hi - lo, np.uint8)
     dev.plugin.dev2host(dev.local, current.ctypes.data, start + lo, hi - lo)
-    mask = new[lo:hi] != old[lo:hi]
-    current[mask] = new[lo:hi][mask]
+    np.copyto(current, new[lo:hi], where=changed[lo:hi])
     dev.plugin.host2dev(dev.local, start + lo, current.ctypes.data, hi - lo)
 
 
@@ -328,7 +327,11 @@ def pg_py_end_data(handle):
 
 
 def pg_py_at_exit():
+    """The program's end (the embedded interpreter is never finalized, so Python's
+    atexit does not run): release the devices, write the PYGOMP_PROFILE trace."""
     devices.finalize_all()
+    if trace.on:
+        trace.write()
 
 
 MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)

@@ -8,6 +8,7 @@ alone: a pass shows that the shim, not libgomp, ran them.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -103,8 +104,11 @@ def _runs(lib, exes):
     }
     for mode in ("extend", "use_device_ptr", "attach_null"):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
+    runs["attach_skipped"] = ([exes["errors.c"], "attach_skipped"], _env(PYGOMP_INFO="1", **pre))
     runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
     runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
+    trace = os.path.join(os.path.dirname(exes["empty_region.c"]), "trace.json")
+    runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -161,6 +165,19 @@ def test_a_region_imports_only_what_it_needs(runs):
     assert "pygomp.abi" in imported and "pygomp_plugins.host.plugin" in imported
     assert [m for m in imported if m.split(".")[0] in ("numpy", "pyopencl", "cupy")
             or m.startswith(("pygomp.compiler", "pygomp_plugins.opencl"))] == []
+
+
+def test_a_c_program_writes_its_profile(runs):
+    """PYGOMP_PROFILE: the trace of a C program is written when it ends (the embedded
+    interpreter never runs Python's atexit)."""
+    done = runs["profile"]
+    _passed(done)
+    trace = os.path.join(os.path.dirname(done.args[0]), "trace.json")
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    names = {e["name"] for e in events if e.get("ph") == "X"}
+    assert {"init", "map", "alloc", "copy host to device", "copy device to host",
+            "free"} <= names, names
 
 
 def test_older_compilers_and_fortran_entry_points(runs):
@@ -226,6 +243,16 @@ def test_use_device_ptr_of_unmapped_memory(runs):
     done = runs["use_device_ptr"]
     _fatal(done, re.escape(f"use_device_ptr pointer wasn't mapped (host address "
                            f"{done.stdout.split()[0]})"))
+
+
+def test_a_skipped_attach_is_reported(runs):
+    """map(to: s.x, s.p[:4]) maps no range holding s.p: its attach is skipped, as
+    libgomp skips it (a program error that reads garbage on a device); PYGOMP_INFO=1
+    says so."""
+    done = runs["attach_skipped"]
+    _passed(done)
+    assert (f"attach of the pointer at {done.stdout.split()[0]} skipped: no mapped range "
+            f"holds it") in done.stderr
 
 
 def test_attach_of_a_null_pointer(runs):

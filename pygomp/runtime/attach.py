@@ -236,6 +236,9 @@ def _attach(region, it):
     if e is None:
         if region.acc:
             raise error(dev, "outer struct not mapped for attach")
+        env.info(env.INFO_MAP, f"device {dev.number}: attach of the pointer at "
+                               f"{it.addr:#x} skipped: no mapped range holds it (as "
+                               f"libgomp does; the region sees no device copy of it)")
         region.args.append(0)
         return
     attach_pointer(dev, e, it.addr, it.size,

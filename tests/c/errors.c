@@ -28,6 +28,13 @@ int main(int argc, char **argv)
         fflush(stdout);
         #pragma omp target enter data map(to: s)
         #pragma omp target enter data map(to: s.p[0:4])
+    } else if (!strcmp(mode, "attach_skipped")) {  /* s.p[:4] and s.x mapped, s.p not */
+        int four[4] = {1, 2, 3, 4};
+        struct S s = {1, four};
+        printf("%p\n", (void *)&s.p);
+        fflush(stdout);
+        #pragma omp target map(to: s.x, s.p[0:4])
+        { }
     } else if (!strcmp(mode, "fallback")) {        /* a device with no image of the region */
         int host = 0;
         #pragma omp target map(tofrom: host)
