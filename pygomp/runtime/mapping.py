@@ -36,7 +36,7 @@ import math
 import threading
 from collections import namedtuple
 
-from . import env, kinds, trace
+from . import accprof, env, kinds, trace
 
 INFINITY = math.inf       # images' functions and variables, associated pointers, acc_map_data
 WORD = (1 << 64) - 1
@@ -336,6 +336,8 @@ def _birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
     """A new entry in the map (ValueError if it overlaps one)."""
     e = Entry(host_start, host_end, dev_start, **fields)
     dev.map.insert(e)
+    if accprof.mask:
+        accprof.entry(accprof.ev_create, e)
     return e
 
 
@@ -344,6 +346,8 @@ def _death(dev, e) -> None:
     its count becomes 0, so that constructs that still hold it leave it alone.  It lets
     go of its host objects: work queued before it may still copy to or from them, so
     they go with the queued free (an async queue frees after all its device's work)."""
+    if accprof.mask:
+        accprof.entry(accprof.ev_delete, e)
     e.refcount = e.dynamic_refcount = 0
     held = []
     for m in e.group or (e,):
