@@ -199,11 +199,18 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
-        _launch_later(rec, fn, launch, _on_host, dev, list(zip(r.args, anchors)),
-                      _merged(spans), sorted(slots), pointers, call, where)
+        work = (_on_host, dev, list(zip(r.args, anchors)), _merged(spans), sorted(slots),
+                pointers, call, where)
+        if rec:
+            _launch_later(rec, fn, launch, *work)
+        else:
+            mapping.later(*work)
         ok = True
     finally:
-        _exit(rec, r, ok)
+        if rec:
+            _exit(rec, r, ok)
+        else:
+            mapping.end(r, copy_back=ok)
 
 
 def _merged(spans):
@@ -526,14 +533,20 @@ def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, 
 
 def _acc_region(dev, fn, items, rec=None, launch=(0, 0, 0)):
     """A compute region's host code on a host-plugin device, with device addresses."""
-    r = _enter(rec, dev, items)
+    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=True)
     ok = False
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
-        _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.type_of(dev))
+        if rec:
+            _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.type_of(dev))
+        else:
+            mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
         ok = True
     finally:
-        _exit(rec, r, ok)
+        if rec:
+            _exit(rec, r, ok)
+        else:
+            mapping.end(r, copy_back=ok)
 
 
 def _acc_image(rec, dev, fn, items, launch):
@@ -552,29 +565,23 @@ def _acc_image(rec, dev, fn, items, launch):
 
 def _enter(rec, dev, items):
     """A compute construct's map (mapping.begin), between its enter data events."""
-    if not rec:
-        return mapping.begin(dev, items, acc=True)
     info = accprof.queued(rec, accprof.ev_enter_data_start, implicit=1)
     r = mapping.begin(dev, items, acc=True)
-    mapping.later(rec.worked)
+    accprof.worked(rec)
     accprof.queued(rec, accprof.ev_enter_data_end, info, implicit=1)
     return r
 
 
 def _exit(rec, r, ok):
     """A compute construct's unmap (mapping.end), between its exit data events."""
-    if not rec:
-        return mapping.end(r, copy_back=ok)
     info = accprof.queued(rec, accprof.ev_exit_data_start, implicit=1)
     mapping.end(r, copy_back=ok)
     accprof.queued(rec, accprof.ev_exit_data_end, info, implicit=1)
 
 
 def _launch_later(rec, fn, launch, call, *args):
-    """``call(*args)``, a region's host code, as deferred work (between its enqueue
-    launch events)."""
-    if not rec:
-        return mapping.later(call, *args)
+    """``call(*args)``, a region's host code, as deferred work between its enqueue
+    launch events."""
     for f, a, keep in accprof.launched(rec, [(call, args, None)], accprof.symbol(fn), launch):
         mapping.later(f, *a, keep=keep)
 

@@ -417,16 +417,23 @@ def run(q, fn, dev=None, stage=False):
     stage them: what the construct copies in is what the host held when it was reached."""
     _check_async(q)
     dev = dev or current()
-    rec = accprof.mask and prof_record(accprof.construct_runtime_api, dev, q)
+    if accprof.mask:
+        return _profiled_run(q, fn, dev, stage)
+    with mapping.deferred() as work:
+        result = fn()
+    return _run(q, work, dev, stage, result)
+
+
+def _profiled_run(q, fn, dev, stage):
+    """`run` in a profiling record (an acc_* routine's, unless a construct's is
+    current), with the events of its device work (`accprof.expand`)."""
+    rec = prof_record(accprof.construct_runtime_api, dev, q)
     try:
         with mapping.deferred() as work:
             result = fn()
-        if accprof.mask:
-            work = accprof.expand(work, dev)
-        return _run(q, work, dev, stage, result)
+        return _run(q, accprof.expand(work, dev), dev, stage, result)
     finally:
-        if rec:
-            accprof.finish(rec)
+        accprof.finish(rec)
 
 
 def _run(q, work, dev, stage, result):

@@ -18,6 +18,7 @@ enqueue events of its copies and launches (`expand`).
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import threading
 
@@ -101,6 +102,8 @@ def _change(event, fn, how, add):
                 e[1] += 1
             elif add:
                 entries.insert(0 if event in _END else len(entries), [fn, 1, True])
+                if event == ev_runtime_shutdown and not _off[ev_none]:
+                    _at_exit()
             elif e is not None:
                 e[1] -= 1
                 if not e[1]:
@@ -108,6 +111,14 @@ def _change(event, fn, how, add):
         _set_mask(0 if _off[ev_none] else sum(
             1 << ev for ev, entries in enumerate(_entries)
             if not _off[ev] and any(e[2] for e in entries)))
+
+
+def _at_exit():
+    """A Python program's acc_ev_runtime_shutdown, at exit (once)."""
+    if not getattr(_at_exit, "armed", False):
+        _at_exit.armed = True
+        atexit.register(lambda: mask >> ev_runtime_shutdown & 1 and fire(
+            Record(construct_runtime_api, 0, -1, ASYNC_SYNC), ev_runtime_shutdown))
 
 
 def _set_mask(m):
@@ -297,8 +308,14 @@ def pair(rec, start_event, fn, *args, **fields):
         fire(rec, start_event + 1, info, **fields)
 
 
+def worked(rec) -> None:
+    """In the order of the device work: ``rec``'s device has done work for it."""
+    mapping.later(_worked, rec)
+
+
 def is_event(work_item) -> bool:
-    return work_item[0] is _queued_fire
+    """Whether an item of deferred work is profiling's (done when the work is queued)."""
+    return work_item[0] is _queued_fire or work_item[0] is _worked
 
 
 _UPLOAD, _DOWNLOAD, _LAUNCHES, _FREE = (1 << ev_enqueue_upload_start,
@@ -371,7 +388,7 @@ def watch(dev) -> None:
         _sizes[d] = size
         rec = current()
         if rec is not None and mask & 1 << ev_alloc:
-            mapping.later(_worked, rec)
+            worked(rec)
             queued(rec, ev_alloc, implicit=1, var_name=None, bytes=size, host_ptr=None,
                    device_ptr=d)
         return d
