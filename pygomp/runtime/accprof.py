@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import struct
 import threading
 
 from . import mapping
@@ -323,7 +324,7 @@ _UPLOAD, _DOWNLOAD, _LAUNCHES, _FREE = (1 << ev_enqueue_upload_start,
                                         1 << ev_enqueue_launch_start, 1 << ev_free)
 
 
-def expand(work, dev, launch=(0, 0, 0)) -> list:
+def expand(work, dev) -> list:
     """A construct's deferred device work with the events of its copies (enqueue upload
     and download), launches and frees around them, for the current record."""
     rec = current()
@@ -424,7 +425,6 @@ class _DlInfo(ctypes.Structure):
 
 
 def _elf_symbol(addr):
-    import struct
     info = _DlInfo()
     try:
         if not ctypes.CDLL(None).dladdr(ctypes.c_void_p(addr), ctypes.byref(info)):
@@ -433,8 +433,8 @@ def _elf_symbol(addr):
         return None
     if info.sname and info.saddr == addr:
         return info.sname.decode()
-    path = info.fname.decode() if info.fname else "/proc/self/exe"
-    if not path or path == "" or "/" not in path:
+    path = info.fname.decode() if info.fname else ""
+    if "/" not in path:                                 # the program itself
         path = "/proc/self/exe"
     try:
         with open(path, "rb") as f:

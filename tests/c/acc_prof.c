@@ -167,7 +167,8 @@ int main(void)
     expect("enter_data_start alloc create upload_start upload_end enter_data_end");
     CHECK(last_data.host_ptr == b && last_data.bytes == sizeof b);
     CHECK(last_data.device_ptr == acc_deviceptr(b));
-    CHECK(construct_seen[0] == acc_construct_enter_data && construct_seen[2] == acc_construct_enter_data);
+    CHECK(construct_seen[0] == acc_construct_enter_data);
+    CHECK(construct_seen[2] == acc_construct_enter_data);          /* the alloc's */
 #pragma acc update self(b[0:8])
     expect("update_start download_start download_end update_end");
     CHECK(last_data.bytes == 8 * sizeof(double) && last_data.host_ptr == b);
