@@ -5,7 +5,8 @@ through an rpath) and starts as that Python's executable, so a virtual environme
 packages are found; libgomp is linked too, so that dlsym(RTLD_NEXT) in shim.c reaches
 libgomp's own entry points however the library was loaded.  Only the names in EXPORTS
 are visible, unversioned (the dynamic linker lets an unversioned definition satisfy a
-binary's versioned reference, e.g. GOMP_target_ext@GOMP_4.5).
+binary's versioned reference, e.g. GOMP_target_ext@GOMP_4.5).  The numbers that shim.c
+and abi.py share come from contract.py, written ahead of shim.c.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from . import contract
+
 HERE = Path(__file__).resolve().parent
 MODULE = "_pygomp_shim"
 
@@ -30,7 +33,8 @@ extern "Python" int64_t pg_py_data(int op, int device, size_t mapnum, uint64_t *
                                    uintptr_t *hostaddrs);
 extern "Python" int pg_py_end_data(int64_t region);
 extern "Python" void pg_py_at_exit(void);
-extern "Python" int pg_py_table(int op, unsigned version, uintptr_t host_table, uintptr_t data);
+extern "Python" int pg_py_table(int registering, int type, unsigned version,
+                                uintptr_t host_table, uintptr_t data);
 extern "Python" int pg_py_num_devices(void);
 extern "Python" void pg_py_set_default_device(int device_num);
 extern "Python" void *pg_py_target_alloc(size_t size, int device_num);
@@ -137,6 +141,11 @@ acc_detach_finalize acc_detach_finalize_async acc_async_test acc_async_test_all 
 acc_async_wait acc_wait_all acc_async_wait_all acc_wait_async acc_wait_all_async
 acc_get_property acc_get_property_string
 acc_prof_register acc_prof_unregister acc_prof_lookup acc_register_library
+GOMP_target GOMP_target_data GOMP_target_update GOACC_parallel
+omp_pause_resource omp_pause_resource_all
+omp_get_num_devices_ omp_get_default_device_ omp_set_default_device_
+omp_set_default_device_8_ omp_is_initial_device_ omp_get_initial_device_ omp_get_device_num_
+omp_pause_resource_ omp_pause_resource_all_
 """.split()
 
 INIT = f"""
@@ -148,7 +157,7 @@ abi.attach(ffi, lib)
 
 def sources() -> list[Path]:
     """The files whose content decides the library (part of the cache key)."""
-    return [HERE / "shim.c", HERE / "prof.c", Path(__file__).resolve()]
+    return [HERE / "shim.c", HERE / "prof.c", HERE / "contract.py", Path(__file__).resolve()]
 
 
 def build(directory: str, python: str = sys.executable, cc: str = "gcc") -> str:
@@ -171,6 +180,7 @@ def _build(out, work, python, cc, cffi):
     ffi.embedding_api("")
     ffi.cdef(PYTHON_HALF + PROF_TYPES + C_HELPERS)
     ffi.set_source(MODULE, f'#define PYGOMP_PYTHON "{_c_string(python)}"\n'
+                           + contract.c_text()
                            + PYTHON_HALF.replace('extern "Python"', "static")
                            + (HERE / "shim.c").read_text() + (HERE / "prof.c").read_text())
     ffi.embedding_init_code(INIT)

@@ -9,10 +9,15 @@
    GOMP_DEVICE_HOST_FALLBACK, found with dlsym(RTLD_NEXT)): that gives the region a
    fresh OpenMP context and gives nowait/depend libgomp's task semantics.  The region
    reaches pg_run() there, which maps through Python, calls the host code with device
-   addresses (or lets Python launch an image), and unmaps. */
+   addresses (or lets Python launch an image), and unmaps.
+
+   The numbers both halves use (OP_*, ACC_*, R_*, the target types, OpenACC's queue
+   and device-type numbers) come from csrc/contract.py: build.py writes them ahead of
+   this file. */
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,9 +32,6 @@
 #define MAP_FIRSTPRIVATE 12
 #define DEVICE_HOST_FALLBACK (-2)
 #define TARGET_FLAG_NOWAIT 1
-
-/* What pg_run does (the op of a pg_task); values shared with abi.py. */
-enum { OP_TARGET = 0, OP_DATA = 1, OP_UPDATE = 2, OP_ENTER = 3, OP_EXIT = 4 };
 
 /* The default device of C code is libgomp's default-device ICV, so that tasks and the
    threads of a parallel region inherit it as OpenMP says.  Inside a region on an
@@ -608,9 +610,6 @@ EXPORT int omp_target_memcpy_rect_async(void *dst, const void *src, size_t eleme
 /* pygomp's tables (pygomp/build.py) and GCC's nvptx images wait here from the
    program's constructors on, until Python starts; then they, and every later one, go
    to Python (pygomp/runtime/images.py).  Every other target type is libgomp's. */
-#define TARGET_TYPE 0x7067
-#define NVIDIA_PTX 5
-
 static int ours(int target_type)
 {
     return target_type == TARGET_TYPE || target_type == NVIDIA_PTX;
@@ -626,12 +625,11 @@ static struct table *waiting;        /* registered before Python started, in ord
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_to_python;         /* Python has them, and gets new ones at once */
 
-/* op: 1 register, 0 unregister; the target type rides above it (abi.pg_py_table). */
-static void to_python(int op, unsigned version, int type, const void *host_table,
+static void to_python(int registering, unsigned version, int type, const void *host_table,
                       const void *data)
 {
     ensure();
-    if (!pg_py_table(op | type << 1, version, (uintptr_t)host_table, (uintptr_t)data))
+    if (!pg_py_table(registering, type, version, (uintptr_t)host_table, (uintptr_t)data))
         fail();
 }
 
@@ -644,7 +642,7 @@ static void hand_over_tables(void)
     pthread_mutex_unlock(&tables_lock);
     while (t) {
         struct table *next = t->next;
-        if (!pg_py_table(1 | t->type << 1, t->version, (uintptr_t)t->host_table,
+        if (!pg_py_table(1, t->type, t->version, (uintptr_t)t->host_table,
                          (uintptr_t)t->data))
             fail();
         free(t);
@@ -712,20 +710,11 @@ EXPORT void GOMP_offload_unregister(const void *host_table, int target_type,
 
 /* -- OpenACC: the GOACC_* entry points and the acc_* routines ------------------------ */
 
-/* gomp-constants.h and openacc.h (GCC 12) */
-#define GOACC_FLAG_HOST_FALLBACK 1
+/* gomp-constants.h (GCC 12) */
 #define LAUNCH_DIM 1
 #define LAUNCH_ASYNC 2
 #define LAUNCH_WAIT 3
 #define LAUNCH_OP_MAX 0xffff
-#define ASYNC_SYNC (-2)
-#define ACC_DEVICE_NONE 0
-#define ACC_DEVICE_HOST 2
-#define ACC_DEVICE_NOT_HOST 4
-
-/* What pg_py_acc_data does; values shared with abi.py. */
-enum { ACC_DATA = 0, ACC_ENTER = 1, ACC_EXIT = 2, ACC_ENTER_EXIT = 3, ACC_UPDATE = 4,
-       ACC_DECLARE = 5, ACC_WAIT = 6 };
 
 /* The device type of the compute region this thread runs (0: none, the host). */
 static __thread int acc_region_type;
@@ -784,9 +773,51 @@ static void drop_waits(struct waits *w)
         va_end(ap);                                \
     }
 
+/* GOMP_DEBUG (a nonzero number, read as libgomp reads it): libgomp's trace lines for
+   the OpenACC constructs. */
+static int debug_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = secure_getenv("GOMP_DEBUG");
+        on = v && atoi(v) != 0;
+    }
+    return on;
+}
+
+static void trace_construct(const char *name, size_t mapnum, void **hostaddrs, size_t *sizes,
+                            unsigned short *kinds)
+{
+    if (debug_on())
+        fprintf(stderr, "%s: mapnum=%" PRIu64 ", hostaddrs=%p, size=%p, kinds=%p\n", name,
+                (uint64_t)mapnum, (void *)hostaddrs, (void *)sizes, (void *)kinds);
+}
+
+static void trace(const char *text, const char *name)
+{
+    if (debug_on())
+        fprintf(stderr, "  %s: %s\n", name, text);
+}
+
+static void acc_parallel(int flags_m, void (*fn)(void *), size_t mapnum, void **hostaddrs,
+                         size_t *sizes, unsigned short *kinds, int async, struct waits *w,
+                         unsigned *dims)
+{
+    ensure();
+    uint64_t small[3 * SMALL], *items = pack(mapnum, hostaddrs, sizes, kinds, small);
+    int ok = pg_py_acc_parallel(~flags_m, (uintptr_t)fn, mapnum, items, (uintptr_t *)hostaddrs,
+                                async, w->n, w->v, dims);
+    if (items != small)
+        free(items);
+    drop_waits(w);
+    if (!ok)
+        fail();
+}
+
 EXPORT void GOACC_parallel_keyed(int flags_m, void (*fn)(void *), size_t mapnum,
                                  void **hostaddrs, size_t *sizes, unsigned short *kinds, ...)
 {
+    trace_construct(__func__, mapnum, hostaddrs, sizes, kinds);
     int async = ASYNC_SYNC;
     unsigned tag, dims[3] = {0, 0, 0};
     struct waits w;
@@ -821,15 +852,17 @@ EXPORT void GOACC_parallel_keyed(int flags_m, void (*fn)(void *), size_t mapnum,
         }
     }
     va_end(ap);
-    ensure();
-    uint64_t small[3 * SMALL], *items = pack(mapnum, hostaddrs, sizes, kinds, small);
-    int ok = pg_py_acc_parallel(~flags_m, (uintptr_t)fn, mapnum, items, (uintptr_t *)hostaddrs,
-                                async, w.n, w.v, dims);
-    if (items != small)
-        free(items);
-    drop_waits(&w);
-    if (!ok)
-        fail();
+    acc_parallel(flags_m, fn, mapnum, hostaddrs, sizes, kinds, async, &w, dims);
+}
+
+/* GCC 5's OpenACC entry point: the launch dimensions as arguments. */
+EXPORT void GOACC_parallel(int flags_m, void (*fn)(void *), size_t mapnum, void **hostaddrs,
+                           size_t *sizes, unsigned short *kinds, int num_gangs,
+                           int num_workers, int vector_length, int async, int num_waits, ...)
+{
+    READ_WAITS(w, num_waits);
+    unsigned dims[3] = {num_gangs, num_workers, vector_length};
+    acc_parallel(flags_m, fn, mapnum, hostaddrs, sizes, kinds, async, &w, dims);
 }
 
 static int64_t acc_data(int op, int flags_m, size_t n, void **hostaddrs, size_t *sizes,
@@ -852,13 +885,18 @@ EXPORT void GOACC_data_start(int flags_m, size_t mapnum, void **hostaddrs, size_
                              unsigned short *kinds)
 {
     /* host_data use_device: Python writes the device addresses back into hostaddrs. */
+    trace_construct(__func__, mapnum, hostaddrs, sizes, kinds);
+    trace("prepare mappings", __func__);
     push_region(&acc_regions, acc_data(ACC_DATA, flags_m, mapnum, hostaddrs, sizes, kinds,
                                        ASYNC_SYNC, NULL));
+    trace("mappings prepared", __func__);
 }
 
 EXPORT void GOACC_data_end(void)
 {
+    trace("restore mappings", __func__);
     end_region(&acc_regions);
+    trace("mappings restored", __func__);
 }
 
 /* The data constructs that take an async queue and a wait list. */
@@ -898,18 +936,8 @@ EXPORT int GOACC_get_thread_num(void)
     return 0;
 }
 
-/* The acc_* routines, answered by abi.py: one call with a routine number (abi.py's
-   ACC_ROUTINES, in this order), three argument words and an async queue. */
-enum {
-    R_GET_NUM_DEVICES, R_SET_DEVICE_TYPE, R_GET_DEVICE_TYPE, R_SET_DEVICE_NUM,
-    R_GET_DEVICE_NUM, R_INIT, R_SHUTDOWN, R_MALLOC, R_FREE, R_COPYIN, R_CREATE, R_COPYOUT,
-    R_COPYOUT_FINALIZE, R_DELETE, R_DELETE_FINALIZE, R_UPDATE_DEVICE, R_UPDATE_SELF,
-    R_IS_PRESENT, R_DEVICEPTR, R_HOSTPTR, R_MAP_DATA, R_UNMAP_DATA, R_MEMCPY_TO_DEVICE,
-    R_MEMCPY_FROM_DEVICE, R_ATTACH, R_DETACH, R_DETACH_FINALIZE, R_ASYNC_TEST,
-    R_ASYNC_TEST_ALL, R_WAIT, R_WAIT_ALL, R_WAIT_ASYNC, R_WAIT_ALL_ASYNC, R_GET_PROPERTY,
-    R_GET_PROPERTY_STRING
-};
-
+/* The acc_* routines, answered by abi.py: one call with a routine number (R_*), three
+   argument words and an async queue. */
 static uint64_t acc_call(int routine, uint64_t a, uint64_t b, uint64_t c, int async)
 {
     uint64_t words[3] = {a, b, c}, result = 0;
@@ -946,6 +974,8 @@ EXPORT int acc_on_device(int d)
     int t = acc_region_type;
     if (!t || t == ACC_DEVICE_HOST)
         return d == ACC_DEVICE_HOST || d == ACC_DEVICE_NONE;
+    if (t == ACC_DEVICE_HOST_NONSHM)    /* host code, memory of its own */
+        return d == ACC_DEVICE_HOST || d == ACC_DEVICE_NONE || d == ACC_DEVICE_HOST_NONSHM;
     return d == t || d == ACC_DEVICE_NOT_HOST;
 }
 
@@ -1026,3 +1056,92 @@ EXPORT void acc_wait_all(void) { acc_call(R_WAIT_ALL, 0, 0, 0, SYNC); }
 EXPORT void acc_async_wait_all(void) { acc_wait_all(); }
 EXPORT void acc_wait_async(int q1, int q2) { acc_call(R_WAIT_ASYNC, I(q1), I(q2), 0, SYNC); }
 EXPORT void acc_wait_all_async(int q) { acc_call(R_WAIT_ALL_ASYNC, I(q), 0, 0, SYNC); }
+
+/* -- GCC 5's OpenMP entry points: 8-bit map kinds ----------------------------------- */
+
+/* The kind in the low 3 bits and log2 of the alignment above them, widened to the
+   16-bit kinds of GCC 6 and later (kind in the low byte, alignment in the high one). */
+static unsigned short *wide_kinds(size_t n, const unsigned char *kinds, unsigned short *small)
+{
+    unsigned short *k = n <= SMALL ? small : malloc(n * sizeof *k);
+    if (!k)
+        fatal("pygomp: out of memory for map kinds");
+    for (size_t i = 0; i < n; i++)
+        k[i] = (unsigned short)((kinds[i] & 7) | (kinds[i] >> 3) << 8);
+    return k;
+}
+
+#define WIDE_KINDS(k, n, kinds) \
+    unsigned short small_[SMALL], *k = wide_kinds(n, kinds, small_)
+#define FREE_KINDS(k) \
+    if (k != small_)    \
+        free(k)
+
+EXPORT void GOMP_target(int device, void (*fn)(void *), const void *unused, size_t mapnum,
+                        void **hostaddrs, size_t *sizes, unsigned char *kinds)
+{
+    WIDE_KINDS(k, mapnum, kinds);
+    GOMP_target_ext(device, fn, mapnum, hostaddrs, sizes, k, 0, NULL, NULL);
+    FREE_KINDS(k);
+}
+
+EXPORT void GOMP_target_data(int device, const void *unused, size_t mapnum, void **hostaddrs,
+                             size_t *sizes, unsigned char *kinds)
+{
+    WIDE_KINDS(k, mapnum, kinds);
+    GOMP_target_data_ext(device, mapnum, hostaddrs, sizes, k);
+    FREE_KINDS(k);
+}
+
+EXPORT void GOMP_target_update(int device, const void *unused, size_t mapnum,
+                               void **hostaddrs, size_t *sizes, unsigned char *kinds)
+{
+    WIDE_KINDS(k, mapnum, kinds);
+    GOMP_target_update_ext(device, mapnum, hostaddrs, sizes, k, 0, NULL);
+    FREE_KINDS(k);
+}
+
+/* -- omp_pause_resource: offload devices keep nothing to release; the initial
+   device's threads are libgomp's ------------------------------------------------------ */
+
+EXPORT int omp_pause_resource(int kind, int device_num)
+{
+    static int (*real_pause_all)(int);
+    if (!real_pause_all)
+        real_pause_all = (int (*)(int))next_symbol("omp_pause_resource_all");
+    ensure();
+    int n = pg_py_num_devices();
+    if (device_num == n)
+        return real_pause_all(kind);
+    return device_num < 0 || device_num > n ? -1 : 0;
+}
+
+EXPORT int omp_pause_resource_all(int kind)
+{
+    ensure();
+    return omp_pause_resource(kind, pg_py_num_devices());
+}
+
+/* -- Fortran's names of the device routines (libgomp's own call its C routines
+   directly, past this library; its acc_*_h_ ones call them through the PLT) ----------- */
+
+static int clamp(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int)v;
+}
+
+EXPORT int32_t omp_get_num_devices_(void) { return omp_get_num_devices(); }
+EXPORT int32_t omp_get_default_device_(void) { return omp_get_default_device(); }
+EXPORT void omp_set_default_device_(const int32_t *d) { omp_set_default_device(*d); }
+EXPORT void omp_set_default_device_8_(const int64_t *d) { omp_set_default_device(clamp(*d)); }
+EXPORT int32_t omp_is_initial_device_(void) { return omp_is_initial_device(); }
+EXPORT int32_t omp_get_initial_device_(void) { return omp_get_initial_device(); }
+EXPORT int32_t omp_get_device_num_(void) { return omp_get_device_num(); }
+EXPORT int32_t omp_pause_resource_(const int32_t *kind, const int32_t *device_num)
+{
+    return omp_pause_resource(*kind, *device_num);
+}
+EXPORT int32_t omp_pause_resource_all_(const int32_t *kind)
+{
+    return omp_pause_resource_all(*kind);
+}

@@ -14,27 +14,26 @@ import pygomp as omp
 from pygomp import upc
 
 
-@omp.target(map={"x": "to", "gidx": "to", "y": "to"})
-def dot(x, gidx, y):
+@omp.target(map={"x": "to", "y": "to"})
+def dot(x, thread: int, block: int, threads: int, y):
     s = 0.0
     for j in omp.parallel_range(x.shape[0], reduction="+:s"):
         s += x[j] * y[j]
     return s
 
 
-@omp.target(map={"gidx": "to", "u": "to", "halo": "to"})
-def smooth(v, gidx, u, halo, block: int, n: int):
+@omp.target(map={"u": "to", "halo": "to"})
+def smooth(v, thread: int, block: int, threads: int, u, halo, n: int):
     """v = u smoothed by (1/4, 1/2, 1/4), ends fixed; halo[2t], halo[2t+1] hold the
-    neighbours of thread t's block (t = gidx[0] // block: blocks are contiguous)."""
+    neighbours of thread t's part (one block: UPC's [*] layout)."""
     m = v.shape[0]
-    t = gidx[0] // block
     for j in omp.parallel_range(m):
-        g = gidx[j]
+        g = upc.global_index(j, thread, block, threads)
         if g == 0 or g == n - 1:
             v[j] = u[j]
         else:
-            left = u[j - 1] if j > 0 else halo[2 * t]
-            right = u[j + 1] if j < m - 1 else halo[2 * t + 1]
+            left = u[j - 1] if j > 0 else halo[2 * thread]
+            right = u[j + 1] if j < m - 1 else halo[2 * thread + 1]
             v[j] = 0.5 * u[j] + 0.25 * (left + right)
 
 
@@ -46,35 +45,49 @@ def fill(a, f):
 
 def halo_reader(u):
     """A function that returns the halo array of this rank's threads, read with one MPI
-    get a neighbouring rank."""
+    get per neighbouring rank (the ends of the array have no neighbour to read)."""
     n = u.size
-    mine = [t for t in upc.my_threads() if u.layout.count(t)]
-    want = []
-    for t in mine:
-        g = u.global_indices(t)
-        want += [max(g[0] - 1, 0), min(g[-1] + 1, n - 1)]
-    want = np.array(want, dtype=np.int64)
-    slots = np.array([[2 * t, 2 * t + 1] for t in mine], dtype=np.int64).ravel()
+    want, slots = [], []
+    for t in upc.my_threads():
+        if u.layout.count(t):
+            g = u.global_indices(t)
+            for slot, i in ((2 * t, g[0] - 1), (2 * t + 1, g[-1] + 1)):
+                if 0 <= i < n:
+                    want.append(i)
+                    slots.append(slot)
+    want, slots = np.array(want, dtype=np.int64), np.array(slots, dtype=np.int64)
 
     def read(halo):
-        halo[slots] = u[want]
+        if want.size:
+            halo[slots] = u[want]
         return halo
     return read
 
 
-def stencil(u, v, steps):
+def stepper(u, v):
+    """A function that makes one step from u into v, then swaps them; it returns the
+    array that holds the latest values."""
     halo = np.zeros(2 * upc.THREADS)
-    read = halo_reader(u), halo_reader(v)
-    for _ in range(steps):
-        upc.forall(smooth, v, u, read[0](halo), u.layout.blocksize, u.size)
+    pair, read = [u, v], [halo_reader(u), halo_reader(v)]
+
+    def step():
+        upc.forall(smooth, pair[1], pair[0], read[0](halo), u.size)
         upc.barrier()
-        u, v = v, u
-        read = read[::-1]
+        pair.reverse()
+        read.reverse()
+        return pair[0]
+    return step
+
+
+def stencil(u, v, steps):
+    step = stepper(u, v)
+    for _ in range(steps):
+        u = step()
     return u
 
 
 def main(n=1 << 16, steps=50):
-    x = upc.shared_array(n, np.float64, blocksize=None)      # UPC's [*]: one block a thread
+    x = upc.shared_array(n, np.float64, blocksize=None)      # UPC's [*]: one block per thread
     y = upc.shared_array(n, np.float64, blocksize=None)
     fill(x, np.sin)
     fill(y, np.cos)

@@ -4,6 +4,7 @@ The kernel names (``target``, ``parallel_range``, ...) are imported from
 `pygomp.kernels` on first use, so that importing the runtime alone (as the C face
 does) does not import the kernel compiler.
 """
+from ._version import VERSION as __version__  # noqa: F401
 from .api import *  # noqa: F401,F403  (the omp_* routines)
 from .api import omp_initial_device, omp_invalid_device  # noqa: F401
 from .constructs import (always, present, target_data, target_enter_data,  # noqa: F401
@@ -15,7 +16,6 @@ from .runtime.env import EnvError  # noqa: F401
 from .runtime.mapping import MappingError  # noqa: F401
 from .runtime.plugin import PluginError  # noqa: F401
 
-__version__ = "0.1.0"
 
 _KERNEL_NAMES = ("target", "declare_target", "Kernel", "gang", "worker", "vector",
                  "parallel_range", "shared_array", "barrier", "atomic_add", "gang_id",

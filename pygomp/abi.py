@@ -32,12 +32,15 @@ import traceback
 
 import numpy as np
 
+from pygomp_csrc import contract
+from pygomp_csrc.contract import AccOp, Op, Routine as R
+
 from . import acc, api
-from .runtime import accmap, accprof, devices, env, gcc_images, images, kinds, mapping
+from .runtime import (accmap, accprof, devices, elf_tables, env, gcc_images, images, kinds,
+                      mapping)
 from .runtime.mapping import Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
-OP_TARGET, OP_DATA, OP_UPDATE, OP_ENTER, OP_EXIT = range(5)    # shim.c's constants
 EINVAL = errno.EINVAL
 
 ffi = lib = None
@@ -54,6 +57,9 @@ def attach(ffi_, lib_) -> None:
     for name, fn in list(globals().items()):
         if name.startswith("pg_py_"):
             ffi.def_extern(name=name, onerror=_on_error)(fn)
+    for found in elf_tables.loaded():
+        if found.variables:
+            images.register(elf_tables.offload_table(found))
     accprof.use_c(ffi, lib)
 
 
@@ -156,7 +162,7 @@ def pg_py_target(device, fn, n, packed, args):
     ok = False
     try:
         if n:
-            args[0:n] = region.args        # one word an item (cffi checks the length)
+            args[0:n] = region.args        # one word per item (cffi checks the length)
         lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
         ok = True
     finally:
@@ -304,12 +310,12 @@ def pg_py_data(op, device, n, packed, hostaddrs):
     """target data (returns the region's handle), update, enter data, exit data."""
     dev = _device(device)
     items = _items(n, packed)
-    if op == OP_DATA:
+    if op == Op.DATA:
         return _data_region(mapping.begin(dev, items), hostaddrs)
     items = [it for it in items if it.kind != kinds.FIRSTPRIVATE_INT]   # NULL: nothing
-    if op == OP_UPDATE:
+    if op == Op.UPDATE:
         mapping.update(dev, items)
-    elif op == OP_ENTER:
+    elif op == Op.ENTER:
         mapping.enter_data(dev, items)
     else:
         mapping.exit_data(dev, items)
@@ -355,14 +361,13 @@ MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)
 META, N_CODES, CODES, SIZES = 1, 2, 3, 4    # the words of its struct pygomp_table
 
 
-def pg_py_table(op, version, host_table, data):
-    """GOMP_offload_register_ver (op bit 0: 1) / unregister (0) of a table; the target
-    type is in the bits above (0x7067: pygomp's, 5: GCC's nvptx image, `gcc_images`)."""
-    target_type, op = op >> 1, op & 1
-    if op and target_type == gcc_images.NVIDIA_PTX:
+def pg_py_table(registering, target_type, version, host_table, data):
+    """GOMP_offload_register_ver (``registering``) or unregister of a table of one of the
+    target types shim.c hands over (pygomp's, or GCC's nvptx images: `gcc_images`)."""
+    if registering and target_type == contract.NVIDIA_PTX:
         _tables[host_table] = images.register(gcc_images.table(version, host_table, data))
         return 1
-    if op == 0:
+    if not registering:
         table = _tables.pop(host_table, None)
         if table is not None:
             images.unregister(table)
@@ -472,7 +477,6 @@ def pg_py_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offse
 
 # -- OpenACC: the GOACC_* entry points and the acc_* routines -----------------------
 
-ACC_DATA, ACC_ENTER, ACC_EXIT, ACC_ENTER_EXIT, ACC_UPDATE, ACC_DECLARE, ACC_WAIT = range(7)
 HOST_FALLBACK = 1               # GOACC_FLAG_HOST_FALLBACK: the `if` clause was false
 
 
@@ -538,9 +542,9 @@ def _acc_region(dev, fn, items, rec=None, launch=(0, 0, 0)):
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
         if rec:
-            _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.type_of(dev))
+            _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.region_type(dev))
         else:
-            mapping.later(lib.pg_call_acc, fn, args, acc.type_of(dev))
+            mapping.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
         ok = True
     finally:
         if rec:
@@ -602,18 +606,18 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
     return _acc_data(None, dev, op, flags, n, packed, hostaddrs, async_, num_waits, waits)
 
 
-_CONSTRUCTS = {ACC_DATA: accprof.construct_data, ACC_ENTER: accprof.construct_enter_data,
-               ACC_EXIT: accprof.construct_exit_data,
-               ACC_ENTER_EXIT: accprof.construct_enter_data,
-               ACC_UPDATE: accprof.construct_update, ACC_DECLARE: accprof.construct_declare,
-               ACC_WAIT: accprof.construct_wait}
-_STARTS = {ACC_DATA: accprof.ev_enter_data_start, ACC_ENTER: accprof.ev_enter_data_start,
-           ACC_EXIT: accprof.ev_exit_data_start, ACC_UPDATE: accprof.ev_update_start}
+_CONSTRUCTS = {AccOp.DATA: accprof.construct_data, AccOp.ENTER: accprof.construct_enter_data,
+               AccOp.EXIT: accprof.construct_exit_data,
+               AccOp.ENTER_EXIT: accprof.construct_enter_data,
+               AccOp.UPDATE: accprof.construct_update,
+               AccOp.DECLARE: accprof.construct_declare, AccOp.WAIT: accprof.construct_wait}
+_STARTS = {AccOp.DATA: accprof.ev_enter_data_start, AccOp.ENTER: accprof.ev_enter_data_start,
+           AccOp.EXIT: accprof.ev_exit_data_start, AccOp.UPDATE: accprof.ev_update_start}
 
 
 def _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits, waits):
     waits = ffi.unpack(waits, num_waits) if num_waits else []
-    if op == ACC_WAIT:
+    if op == AccOp.WAIT:
         if waits:
             acc.wait_list(async_, waits)
         elif async_ == acc.async_sync:
@@ -623,10 +627,10 @@ def _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits, wait
         return 1
     host = flags & HOST_FALLBACK or dev.is_initial
     items = _items(n, packed)
-    if op == ACC_ENTER_EXIT and not host:
-        op = ACC_ENTER if _entering(items) else ACC_EXIT
+    if op == AccOp.ENTER_EXIT and not host:
+        op = AccOp.ENTER if _entering(items) else AccOp.EXIT
     if rec and op in _STARTS:
-        if op == ACC_DATA and any(it.kind == kinds.USE_DEVICE_PTR for it in items):
+        if op == AccOp.DATA and any(it.kind == kinds.USE_DEVICE_PTR for it in items):
             rec.construct = accprof.construct_host_data
         info = accprof.fire(rec, _STARTS[op])
         try:
@@ -639,7 +643,7 @@ def _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits, wait
 
 
 def _acc_data_now(rec, dev, host, op, items, hostaddrs, async_, waits):
-    if op == ACC_DATA:
+    if op == AccOp.DATA:
         if host:
             return _data_region(mapping.begin(devices.initial(), []), hostaddrs)
         if rec:         # in acc.run: the events of its copies
@@ -651,12 +655,12 @@ def _acc_data_now(rec, dev, host, op, items, hostaddrs, async_, waits):
     if waits:
         acc.wait_list(async_, waits)
     items = [it for it in items if it.kind != kinds.FIRSTPRIVATE_INT]   # NULL: nothing
-    if op == ACC_DECLARE:
+    if op == AccOp.DECLARE:
         acc.run(acc.async_sync, lambda: _declare(dev, items), dev)
         return 1
-    job = {ACC_ENTER: lambda: mapping.enter_data(dev, items, acc=True),
-           ACC_EXIT: lambda: accmap.exit_data(dev, items),
-           ACC_UPDATE: lambda: accmap.update(dev, items)}[op]
+    job = {AccOp.ENTER: lambda: mapping.enter_data(dev, items, acc=True),
+           AccOp.EXIT: lambda: accmap.exit_data(dev, items),
+           AccOp.UPDATE: lambda: accmap.update(dev, items)}[op]
     acc.run(async_, job, dev)
     return 1
 
@@ -699,42 +703,42 @@ def _s(w) -> int:
     return w - (1 << 64) if w >> 63 else w
 
 
-_ACC = {    # routine -> fn(word, word, word, async queue); shim.c's enum, in this order
-    "get_num_devices": lambda a, b, c, q: acc.get_num_devices(_s(a)),
-    "set_device_type": lambda a, b, c, q: acc.set_device_type(_s(a)),
-    "get_device_type": lambda a, b, c, q: acc.get_device_type(),
-    "set_device_num": lambda a, b, c, q: acc.set_device_num(_s(a), _s(b)),
-    "get_device_num": lambda a, b, c, q: acc.get_device_num(_s(a)),
-    "init": lambda a, b, c, q: acc.init(_s(a)),
-    "shutdown": lambda a, b, c, q: acc.shutdown(_s(a)),
-    "malloc": lambda a, b, c, q: acc.malloc(a),
-    "free": lambda a, b, c, q: acc.free(a),
-    "copyin": lambda a, b, c, q: acc.enter(a, b, kinds.TO, None, q),
-    "create": lambda a, b, c, q: acc.enter(a, b, kinds.ALLOC, None, q),
-    "copyout": lambda a, b, c, q: acc.leave(a, b, kinds.FROM, q),
-    "copyout_finalize": lambda a, b, c, q: acc.leave(a, b, kinds.FORCE_FROM, q),
-    "delete": lambda a, b, c, q: acc.leave(a, b, kinds.RELEASE, q),
-    "delete_finalize": lambda a, b, c, q: acc.leave(a, b, kinds.DELETE, q),
-    "update_device": lambda a, b, c, q: acc.update(a, b, True, q),
-    "update_self": lambda a, b, c, q: acc.update(a, b, False, q),
-    "is_present": lambda a, b, c, q: acc.present(a, b),
-    "deviceptr": lambda a, b, c, q: acc.device_address(a),
-    "hostptr": lambda a, b, c, q: acc.host_address(a),
-    "map_data": lambda a, b, c, q: acc.map_data(a, b, c),
-    "unmap_data": lambda a, b, c, q: acc.unmap_data(a),
-    "memcpy_to_device": lambda a, b, c, q: acc.memcpy(a, b, c, True, q),
-    "memcpy_from_device": lambda a, b, c, q: acc.memcpy(a, b, c, False, q),
-    "attach": lambda a, b, c, q: acc.attach(a, q),
-    "detach": lambda a, b, c, q: acc.detach(a, False, q),
-    "detach_finalize": lambda a, b, c, q: acc.detach(a, True, q),
-    "async_test": lambda a, b, c, q: acc.async_test(_s(a)),
-    "async_test_all": lambda a, b, c, q: acc.async_test_all(),
-    "wait": lambda a, b, c, q: acc.wait(_s(a)),
-    "wait_all": lambda a, b, c, q: acc.wait(),
-    "wait_async": lambda a, b, c, q: acc.wait_async(_s(a), _s(b)),
-    "wait_all_async": lambda a, b, c, q: acc.wait_async(None, _s(a)),
-    "get_property": lambda a, b, c, q: _number(acc.get_property(_s(a), _s(b), c)),
-    "get_property_string": lambda a, b, c, q: _string(acc.get_property(_s(a), _s(b), c)),
+_ACC = {    # routine -> fn(word, word, word, async queue)
+    R.GET_NUM_DEVICES: lambda a, b, c, q: acc.get_num_devices(_s(a)),
+    R.SET_DEVICE_TYPE: lambda a, b, c, q: acc.set_device_type(_s(a)),
+    R.GET_DEVICE_TYPE: lambda a, b, c, q: acc.get_device_type(),
+    R.SET_DEVICE_NUM: lambda a, b, c, q: acc.set_device_num(_s(a), _s(b)),
+    R.GET_DEVICE_NUM: lambda a, b, c, q: acc.get_device_num(_s(a)),
+    R.INIT: lambda a, b, c, q: acc.init(_s(a)),
+    R.SHUTDOWN: lambda a, b, c, q: acc.shutdown(_s(a)),
+    R.MALLOC: lambda a, b, c, q: acc.malloc(a),
+    R.FREE: lambda a, b, c, q: acc.free(a),
+    R.COPYIN: lambda a, b, c, q: acc.enter(a, b, kinds.TO, None, q),
+    R.CREATE: lambda a, b, c, q: acc.enter(a, b, kinds.ALLOC, None, q),
+    R.COPYOUT: lambda a, b, c, q: acc.leave(a, b, kinds.FROM, q),
+    R.COPYOUT_FINALIZE: lambda a, b, c, q: acc.leave(a, b, kinds.FORCE_FROM, q),
+    R.DELETE: lambda a, b, c, q: acc.leave(a, b, kinds.RELEASE, q),
+    R.DELETE_FINALIZE: lambda a, b, c, q: acc.leave(a, b, kinds.DELETE, q),
+    R.UPDATE_DEVICE: lambda a, b, c, q: acc.update(a, b, True, q),
+    R.UPDATE_SELF: lambda a, b, c, q: acc.update(a, b, False, q),
+    R.IS_PRESENT: lambda a, b, c, q: acc.present(a, b),
+    R.DEVICEPTR: lambda a, b, c, q: acc.device_address(a),
+    R.HOSTPTR: lambda a, b, c, q: acc.host_address(a),
+    R.MAP_DATA: lambda a, b, c, q: acc.map_data(a, b, c),
+    R.UNMAP_DATA: lambda a, b, c, q: acc.unmap_data(a),
+    R.MEMCPY_TO_DEVICE: lambda a, b, c, q: acc.memcpy(a, b, c, True, q),
+    R.MEMCPY_FROM_DEVICE: lambda a, b, c, q: acc.memcpy(a, b, c, False, q),
+    R.ATTACH: lambda a, b, c, q: acc.attach(a, q),
+    R.DETACH: lambda a, b, c, q: acc.detach(a, False, q),
+    R.DETACH_FINALIZE: lambda a, b, c, q: acc.detach(a, True, q),
+    R.ASYNC_TEST: lambda a, b, c, q: acc.async_test(_s(a)),
+    R.ASYNC_TEST_ALL: lambda a, b, c, q: acc.async_test_all(),
+    R.WAIT: lambda a, b, c, q: acc.wait(_s(a)),
+    R.WAIT_ALL: lambda a, b, c, q: acc.wait(),
+    R.WAIT_ASYNC: lambda a, b, c, q: acc.wait_async(_s(a), _s(b)),
+    R.WAIT_ALL_ASYNC: lambda a, b, c, q: acc.wait_async(None, _s(a)),
+    R.GET_PROPERTY: lambda a, b, c, q: _number(acc.get_property(_s(a), _s(b), c)),
+    R.GET_PROPERTY_STRING: lambda a, b, c, q: _string(acc.get_property(_s(a), _s(b), c)),
 }
 
 
@@ -752,8 +756,9 @@ def _string(value) -> int:
     if value not in _strings:
         _strings[value] = ctypes.create_string_buffer(value.encode())
     return ctypes.addressof(_strings[value])
-ACC_ROUTINES = tuple(_ACC)
-_ACC_BY_NUMBER = tuple(_ACC.values())
+
+
+_ACC_BY_NUMBER = tuple(_ACC[r] for r in vars(R).values())    # every routine has one
 
 
 def pg_py_acc(routine, words, async_, result):

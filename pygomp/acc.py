@@ -3,8 +3,12 @@ face (`pygomp.runtime.mapping` keeps both rule sets), for Python and for the C s
 
 Devices.  OpenACC names devices by type and number.  Here the types are:
 
-- ``device_host`` (2): the initial device, the host itself, shared memory;
-- ``device_host_nonshm`` (3): the host plugin's devices, the CPU with memory of its own;
+- ``device_host`` (2): the initial device, the host itself, shared memory; also the
+  type the host plugin's devices answer (`acc_get_device_type`, `type_of`): their
+  regions run the host's code, which GCC 12 compiles for ``acc_device_host`` (its
+  openacc.h has no ``host_nonshm``);
+- ``device_host_nonshm`` (3): the host plugin's devices, the CPU with memory of its own,
+  as a request (``acc_set_device_type``, ``ACC_DEVICE_TYPE=host_nonshm``);
 - ``device_not_host`` (4): every offload device, numbered as pygomp numbers them;
 - ``device_nvidia`` (5): the CUDA plugin's devices;
 - ``device_opencl`` (16, pygomp's own value): the OpenCL plugin's devices.
@@ -53,7 +57,7 @@ TYPES = {"none": device_none, "default": device_default, "host": device_host,
          "nvidia": device_nvidia, "cuda": device_nvidia, "radeon": device_radeon,
          "opencl": device_opencl}
 _NAMES = {v: k for k, v in reversed(TYPES.items())}
-_PLUGIN_TYPES = {"host": device_host_nonshm, "cuda": device_nvidia, "opencl": device_opencl}
+_PLUGIN_TYPES = {"host": device_host, "cuda": device_nvidia, "opencl": device_opencl}
 
 
 # -- devices ----------------------------------------------------------------------
@@ -69,12 +73,21 @@ def type_of(dev) -> int:
                                                                 device_not_host)
 
 
+def region_type(dev) -> int:
+    """What a compute region on ``dev`` is to acc_on_device: the host plugin's regions
+    are host code with memory of its own (host and host_nonshm are both true)."""
+    return device_host_nonshm if not dev.is_initial and dev.plugin.name == "host" \
+        else type_of(dev)
+
+
 def _devices_of(t) -> list:
     devs = devices.all_devices()
     if t == device_host:
         return devs[-1:]
     if t == device_not_host:
         return devs[:-1]
+    if t == device_host_nonshm:
+        return [d for d in devs[:-1] if d.plugin.name == "host"]
     return [d for d in devs[:-1] if type_of(d) == t and t != device_none]
 
 
@@ -181,7 +194,7 @@ def prof_unregister(event: int, fn, how: int = accprof.reg) -> None:
 def prof_record(construct, dev, q=async_sync, implicit=0):
     """A profiling record for a construct on ``dev`` (None if an outer one's is current)."""
     t = type_of(dev)
-    devs = _devices_of(t)
+    devs = _devices_of(device_host_nonshm if t == device_host and not dev.is_initial else t)
     if not dev.is_initial:
         accprof.watch(dev)
     return accprof.start(construct, t, devs.index(dev) if dev in devs else 0, q,
@@ -253,8 +266,11 @@ def set_device_num(num, t=device_none) -> None:
 
 
 def get_device_num(t=device_default) -> int:
-    devs = _devices_of(_resolve(t))
+    t = _resolve(t)
     dev = _mine()
+    if t == device_host and dev is not None and type_of(dev) == t and not dev.is_initial:
+        t = device_host_nonshm          # a host plugin device: its number among them
+    devs = _devices_of(t)
     if dev in devs:
         return devs.index(dev)
     with _lock:

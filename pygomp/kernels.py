@@ -11,9 +11,9 @@
     saxpy.on(1)(2.0, x, y)               # device 1
     f = saxpy.on(1)(2.0, x, y, nowait=True, depend={"inout": [y]}); f.wait()
 
-A kernel is compiled once a signature (the dtypes and ranks of its array arguments and
-the types of its scalars; a scalar annotation fixes its type) into source text once a
-target (host, opencl, ...), and the device's plugin builds that once a device identity,
+A kernel is compiled once per signature (the dtypes and ranks of its array arguments and
+the types of its scalars; a scalar annotation fixes its type) into source text once per
+target (host, opencl, ...), and the device's plugin builds that once per device identity,
 when such a device first runs the kernel; builds are cached on disk.  A call maps its
 arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with "always"/"present"
 modifiers) as explicit maps, since a kernel may use every element: an array that extends
@@ -46,20 +46,24 @@ import weakref
 import numpy as np
 
 from . import kernel_cache
-from .compiler import boundscheck as BC
-from .compiler import types as T
-from .errors import CompileError
-from .compiler.lang import (DeclareTarget, atomic_add, barrier, declare_target,  # noqa: F401
-                            gang, gang_id, num_gangs, num_workers, parallel_range,
-                            shared_array, vector, vector_id, vector_length, worker,
-                            worker_id)
 from .constructs import ARRAYS, as_array
+from .errors import CompileError
 from .runtime import devices, env, images, kinds, mapping, tasks
 from .runtime.plugin import DeviceArray, PluginError
 
-__all__ = ["target", "declare_target", "Kernel", "CompileError", "gang", "worker", "vector",
-           "parallel_range", "shared_array", "barrier", "atomic_add", "gang_id", "worker_id",
-           "vector_id", "num_gangs", "num_workers", "vector_length"]
+_LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
+         "barrier", "atomic_add", "gang_id", "worker_id", "vector_id", "num_gangs",
+         "num_workers", "vector_length")
+__all__ = ["target", "Kernel", "CompileError", *_LANG]
+
+
+def __getattr__(name):
+    """The kernel language's names (`pygomp.compiler.lang`), imported on first use."""
+    if name in _LANG:
+        from .compiler import lang
+        return getattr(lang, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _MASK = (1 << 64) - 1
 _D, _Q = struct.Struct("<d"), struct.Struct("<Q")
@@ -98,7 +102,9 @@ def _f32(v):
         return int(np.float32(v).view(np.uint32))
 
 
-def _word(t: T.Scalar):
+def _word(t):
+    """How a scalar of type ``t`` becomes its argument word."""
+    from .compiler import types as T
     if t == T.FLOAT64:
         return _f64
     if t == T.FLOAT32:
@@ -157,11 +163,12 @@ def _in_place(kernel, args, dev):
 
 
 class Spec:
-    """One signature of a kernel: its sources (and KernelInfo) a target, its images a
-    device identity, and the recipe that turns a call's arguments into map items.  The
+    """One signature of a kernel: its sources (and KernelInfo) per target, its images
+    per device identity, and the recipe that turns a call's arguments into map items.  The
     compiler runs only for a target whose source is not on disk (`kernel_cache`)."""
 
     def __init__(self, kernel, argtypes, boundscheck=False):
+        from .compiler import types as T
         self.kernel = kernel
         self.checked = boundscheck      # every access checked, the record its last array
         self.name = f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
@@ -197,7 +204,7 @@ class Spec:
 
     @property
     def params(self):
-        """``[(C name, type)]`` a parameter, as the compiler types them."""
+        """``[(C name, type)]`` per parameter, as the compiler types them."""
         if self._params is None:
             self.ir
         return self._params
@@ -228,6 +235,7 @@ class Spec:
     @property
     def ret_dtype(self):
         """The dtype of the kernel's result, None if it returns nothing."""
+        from .compiler import types as T
         return None if isinstance(self.ret, T.Void) else self.ret.dtype
 
     def unit(self, dialect):
@@ -302,7 +310,8 @@ class Spec:
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
-        if self.checked:                # a fresh record a call, then its extent
+        if self.checked:                # a fresh record per call, then its extent
+            from .compiler import boundscheck as BC
             record = np.zeros(BC.WORDS, np.int64)
             add(_Item(record.ctypes.data, record.nbytes, kinds.TOFROM, record,
                       f"{self.kernel.__name__}: its bounds-check record"))
@@ -322,6 +331,7 @@ class Spec:
             if not sites:               # a unit from the disk: the compiler numbers again
                 from .compiler import emit
                 sites = emit.emit(self.ir, dev.plugin.target_hooks()).sites
+            from .compiler import boundscheck as BC
             raise IndexError(BC.message(record, sites))
 
     def refuse_read_only(self, pos):
@@ -393,6 +403,7 @@ def _dead():
 
 
 def _tag(argtypes):
+    from .compiler import types as T
     out = []
     for t in argtypes:
         if isinstance(t, T.Array):
@@ -412,6 +423,8 @@ class Kernel:
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
                  device=None, nowait=False, depend=None, boundscheck=None):
+        from .compiler import types as T
+        from .compiler.lang import DeclareTarget
         if isinstance(fn, (Kernel, DeclareTarget)):
             fn = fn.py_func
         if not inspect.isfunction(fn):
@@ -485,6 +498,7 @@ class Kernel:
         return s
 
     def argtypes(self, args):
+        from .compiler import types as T
         if len(args) != len(self.param_names):
             raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments, "
                             f"{len(args)} given")
@@ -501,6 +515,7 @@ class Kernel:
 
     def specialize(self, *types, boundscheck=False) -> Spec:
         """Compile for explicit types (`types.Scalar`/`types.Array`, or dtypes for scalars)."""
+        from .compiler import types as T
         types = [t if isinstance(t, (T.Array, T.Scalar)) else T.scalar(t) for t in types]
         return Spec(self, types, boundscheck)
 

@@ -324,7 +324,7 @@ def test_acc_device_type_and_num_from_the_environment():
     r = _python(code, PYGOMP_DEVICES="host", ACC_DEVICE_TYPE="host")
     assert r.stdout.split() == ["1", "initial", "2", "0"], r.stderr
     r = _python(code, PYGOMP_DEVICES="host", ACC_DEVICE_TYPE="HOST_NONSHM")
-    assert r.stdout.split() == ["0", "host", "3", "0"], r.stderr
+    assert r.stdout.split() == ["0", "host", "2", "0"], r.stderr
     r = _python(code, PYGOMP_DEVICES="host", ACC_DEVICE_TYPE="nvidia")
     assert r.returncode != 0 and "device type nvidia not supported" in r.stderr
     r = _python(code, PYGOMP_DEVICES="host", ACC_DEVICE_NUM="1")

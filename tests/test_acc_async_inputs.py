@@ -26,7 +26,7 @@ def program(tmp_path_factory):
     return str(exe)
 
 
-@pytest.mark.parametrize("where, type_", [("host", 3), ("opencl", 16)])
+@pytest.mark.parametrize("where, type_", [("host", 2), ("opencl", 16)])
 def test_async_constructs_read_their_inputs_when_reached(program, where, type_):
     if where == "opencl" and not _opencl_devices():
         pytest.skip("no OpenCL device")

@@ -1,6 +1,7 @@
 """The kernel compiler: error messages, the IR, the emitted C, the cache and the CLI.
 
 Host-only: these check the compiler itself, not a device."""
+import ast
 import inspect
 import math
 import os
@@ -151,6 +152,21 @@ def k_for_list(x):
         x[0] = v
 
 
+def k_with(x):
+    with open("f"):  # MARK
+        x[0] = 1.0
+
+
+def k_lambda(x):
+    f = lambda v: v  # MARK  # noqa: E731
+    x[0] = f(1.0)
+
+
+def k_walrus(x):
+    if (n := x.shape[0]) > 1:  # MARK
+        x[0] = n
+
+
 BAD = [
     (k_try, [F64], "try is not supported in kernels"),
     (k_listcomp, [F64], "list comprehension"),
@@ -171,6 +187,9 @@ BAD = [
     (k_loop_var_assign, [F64], "assignment to the loop variable 'i'"),
     (k_recursive, [F64], "recursive call of h_recursive"),
     (k_for_list, [F64], "cannot loop over [1, 2]"),
+    (k_with, [F64], "with is not supported in kernels"),
+    (k_lambda, [F64], "a lambda is not supported in kernels"),
+    (k_walrus, [F64], ":= is not supported in kernels"),
 ]
 
 
@@ -182,6 +201,34 @@ def test_compile_errors_name_file_line_and_source(fn, types, text):
     assert text in err.message
     assert err.file == HERE and err.line == line
     assert f"{HERE}:{line}: " in str(err) and src in str(err)
+
+
+def k_every_kind(x, n: int):
+    """Each node kind of frontend.SUPPORTED once or more."""
+    t: float = 0.5
+    s = 0.0
+    for i in range(n):
+        if i > 2 and not i == 5:
+            continue
+        s += x[i] if x.shape[0] > i else -1.0
+        while s > 4.0:
+            s = s / 2
+            break
+    pass
+    x[0] = math.sqrt(abs(s)) + t
+    return s
+
+
+def test_supported_kinds_compile_and_compute_as_python():
+    """The table is the list: a kernel with every kind it names, and no other,
+    compiles and computes what Python computes."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(k_every_kind))).body[0]
+    kinds = {type(n) for n in ast.walk(tree) if isinstance(n, (ast.stmt, ast.expr))}
+    assert kinds - {ast.FunctionDef} == set(frontend.SUPPORTED)
+    from pygomp.runtime import devices
+    x, y = np.arange(1.0, 7.0), np.arange(1.0, 7.0)
+    got = omp.target(k_every_kind).on(devices.all_devices()[-1].number)(x, 4)
+    assert got == k_every_kind(y, 4) and (x == y).all()
 
 
 def test_compile_error_is_public():

@@ -9,7 +9,7 @@ from pygomp import CompileError, PluginError
 from pygomp.runtime import devices, images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import Item
-from pygomp.runtime.plugin import DONE, KernelInfo, Source
+from pygomp.runtime.plugin import DONE, Kernel, KernelInfo, Source, program
 
 from runtime_helpers import (CountingHostPlugin, addr, dev, fresh_device,  # noqa: F401
                              installed_devices, plugin, registered, settings)
@@ -191,6 +191,38 @@ def test_a_kernels_program_orders_its_launches(plugin_name, program, order):
             out = np.zeros(16, np.int64)
             mapping.target(d, sym.address, [Item(addr(out), out.nbytes, kinds.TOFROM, out)])
             assert out[1:1 + out[0]].tolist() == order
+
+
+def test_a_program_reads_its_words_when_it_reaches_them():
+    words = {3: [2], 4: [1, 1, 0]}          # what the scratch words read, in turn
+    order = program((0, ("repeat", 3, (1, 2)), ("while", 4, (3,)), 4),
+                    lambda w: words[w].pop(0))
+    assert list(order) == [0, 1, 2, 1, 2, 3, 3, 4]
+
+
+class Grouped(Kernel):
+    """Launch sizes as a work-group plugin gives them: 32 lanes and 8 workers by
+    default, 10 gangs, at most 64 work-items per group."""
+    max_group = 64
+
+    def _group_impl(self, levels, vector, workers):
+        return (vector or (32 if "v" in levels else 1),
+                workers or (8 if "w" in levels else 1))
+
+    def _gangs_impl(self, entry, group):
+        return 10
+
+
+@pytest.mark.parametrize("launch, gangs, sizes", [
+    ((0, 0, 0), 10, [(10, (1, 1)), (10, (32, 2)), (1, (1, 1))]),
+    ((3, 4, 0), 3, [(3, (1, 4)), (3, (32, 2)), (1, (1, 1))]),
+    ((0, 1, 100), 10, [(10, (50, 1)), (10, (50, 1)), (1, (1, 1))]),
+])
+def test_launch_sizes_default_and_fit_the_kernel(launch, gangs, sizes):
+    """Per entry (levels "g", "gwv", ""): its gangs and (vector, workers); a group too
+    large is halved, workers first."""
+    k = Grouped(KernelInfo("k", ("a", "b", "c"), levels=("g", "gwv", "")), 0x10)
+    assert k.geometry(launch) == (gangs, sizes)
 
 
 def test_unloading_an_image_forgets_its_kernels():

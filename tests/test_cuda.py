@@ -181,14 +181,6 @@ def test_the_contracts_cuda_source_builds():
     assert all(f".entry {e}(" in ptx.decode() for e in ("mean", "center", "report"))
 
 
-def test_a_kernels_program_orders_its_launches():
-    from pygomp_plugins.cuda.plugin import _program
-    words = {3: [2], 4: [1, 1, 0]}          # what the scratch words read, in turn
-    order = _program((0, ("repeat", 3, (1, 2)), ("while", 4, (3,)), 4),
-                     lambda w: words[w].pop(0))
-    assert list(order) == [0, 1, 2, 1, 2, 3, 3, 4]
-
-
 def test_images_for_the_devices_own_capability():
     try:
         archs = nvrtc.supported_archs()

@@ -45,10 +45,10 @@ def example_kernels():
     for name in tke.NAMES:
         tke.load(name).run(initial, tke.SMALL[name])
     mod = tke.load("upc_stencil")
-    f8, i8 = np.zeros(4), np.zeros(4, np.int64)
+    f8 = np.zeros(4)
     host = dialect_for("host")
-    mod.dot.spec((f8, i8, f8)).unit(host)
-    mod.smooth.spec((f8, i8, f8, f8, 1, 1)).unit(host)
+    mod.dot.spec((f8, 0, 1, 1, f8)).unit(host)
+    mod.smooth.spec((f8, 0, 1, 1, f8, f8, 1)).unit(host)
 
 
 def sources():

@@ -34,9 +34,9 @@ import test_kernels_examples as tke  # noqa: E402
 from pygomp.compiler.emit import arg_words  # noqa: E402
 import pygomp.kernels as omp  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
+from pygomp.runtime.plugin import program  # noqa: E402
 
 target = pytest.importorskip("pygomp_plugins.cuda.target")
-_program = pytest.importorskip("pygomp_plugins.cuda.plugin")._program
 if not shutil.which("g++"):
     pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
 
@@ -210,13 +210,13 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
     scratch = np.zeros(max(info.scratch_size(gangs), 8) // 8, np.uint64)
     if info.has_scratch:
         words.append(scratch.ctypes.data)
-    per = -(-info.private_size(words) // 8)          # words a thread
+    per = -(-info.private_size(words) // 8)          # words per thread
     private = np.zeros(per * gangs * workers * vector + 1, np.uint64)
     if info.private:
         words.append(private.ctypes.data)
     w = np.array(words, np.uint64)
     rng = np.random.default_rng(seed)
-    ops = _program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
+    ops = program(info.program, lambda word: int(scratch.view(np.int64)[word])) \
         if info.program else range(len(info.entries))
     for e in ops:                           # the plugin's order of the entries
         lv = info.levels[e]
@@ -241,6 +241,16 @@ def reduce_inputs(dtype):
     return x, p, bits
 
 
+@omp.target
+def counters_named(x, out):
+    """Variables named as the CUDA dialect once named its first loop's counters."""
+    tot1 = 2.0
+    P1 = 3.0
+    k1 = 5.0
+    for i in omp.parallel_range(x.shape[0]):
+        out[i] = x[i] * tot1 + P1 * k1
+
+
 @pytest.fixture(scope="module")
 def lib():
     f8 = np.zeros(4)
@@ -262,7 +272,8 @@ def lib():
               (test_language.scratch_rows, (np.zeros((2, 2)), f8, 1)),
               (test_language.array_sums, (np.zeros((2, 2)), f8, f8, np.zeros(2, np.int64))),
               (test_language.bump_once, (f8, f8)),
-              (test_language.bump_a_gang, (f8, np.zeros((2, 2))))]
+              (test_language.bump_a_gang, (f8, np.zeros((2, 2)))),
+              (counters_named, (f8, f8))]
     cases += [(omp.target(f), (np.zeros((2, 2)), f8))
               for f in test_language.COLUMN_SUMS + test_language.COUNTED_SUMS]
     cases += [(k, (np.zeros((2, 2)), np.zeros((2, 2)))) for k in PREFIX_ROWS]
@@ -370,6 +381,12 @@ def test_private_arrays_sized_at_run_time(lib):
     ref = [(A[i, ::-1] * 2 * np.arange(1, 12)).sum() + 4 + i + 4 * (A[i] ** 2).sum()
            for i in range(17)]
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_kernel_variables_keep_their_values_in_loops(lib):
+    x, out = np.arange(40.0), np.zeros(40)
+    run(lib, counters_named, (x, out), 3, 2, 4)
+    np.testing.assert_array_equal(out, x * 2 + 15)
 
 
 @pytest.mark.parametrize("gangs, workers, vector", GEOMETRIES)

@@ -104,3 +104,21 @@ def test_running_images_does_not_import_the_compiler(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "[]"
+
+
+FACE_ONLY = textwrap.dedent("""
+    import sys
+    import pygomp
+    import pygomp.kernels
+    assert pygomp.target and pygomp.Kernel
+    print(sorted(m for m in sys.modules if m.startswith("pygomp.compiler")))
+""")
+
+
+def test_the_kernels_face_imports_no_compiler():
+    """`import pygomp.kernels` imports no part of the compiler: the types and the kernel
+    language's names come when a kernel is defined or a name is first used."""
+    p = subprocess.run([sys.executable, "-c", FACE_ONLY], env=dict(os.environ,
+                       PYGOMP_DEVICES="host"), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "[]"

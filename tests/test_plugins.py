@@ -7,38 +7,55 @@ import textwrap
 import pytest
 
 PLUGIN = textwrap.dedent("""
-    import ctypes
-    from pygomp.runtime.plugin import DeviceInfo, LoadedImage, Plugin
+    import ctypes, os, tempfile
+    from pygomp.runtime.plugin import DeviceInfo, Kernel, Plugin
+    from pygomp_plugins.host.plugin import compile_c
+
+    class BytesKernel(Kernel):
+        '''One C function per entry; the base does the rest of a run.'''
+        def __init__(self, lib, info):
+            self.entries = [getattr(lib, e) for e in info.entries]
+            super().__init__(info, ctypes.cast(self.entries[0], ctypes.c_void_p).value)
+
+        def _launch_impl(self, run, entry):
+            words, (gangs, sizes) = run
+            grid, (vector, workers) = sizes[entry]
+            self.entries[entry]((ctypes.c_uint64 * max(len(words), 1))(*words),
+                                (ctypes.c_int64 * 3)(grid, workers, vector))
 
     class BytesPlugin(Plugin):
-        '''Device memory in Python bytearrays, addressed from 1 << 32.'''
+        '''Device memory in ctypes buffers; kernels are the host dialect's C.'''
         name, target = "bytes", "bytes"
 
         def __init__(self):
-            self.mem, self.next = {}, 1 << 32
+            super().__init__()
+            self.mem, self.libs = {}, {}
 
         def _devices_impl(self):
             return [DeviceInfo(name="bytes device")]
 
         def _alloc_impl(self, dev, size):
-            addr, self.next = self.next, self.next + size + 64
-            self.mem[addr] = bytearray(size)
-            return addr
+            buf = ctypes.create_string_buffer(size)
+            self.mem[ctypes.addressof(buf)] = buf
+            return ctypes.addressof(buf)
 
         def _free_impl(self, dev, addr):
             del self.mem[addr]
 
-        def _find(self, addr):
-            base = max(b for b in self.mem if b <= addr)
-            return self.mem[base], addr - base
-
         def _host2dev_impl(self, dev, dst, src, size):
-            buf, off = self._find(dst)
-            buf[off:off + size] = ctypes.string_at(src, size)
+            ctypes.memmove(dst, src, size)
 
-        def _dev2host_impl(self, dev, dst, src, size):
-            buf, off = self._find(src)
-            ctypes.memmove(dst, bytes(buf[off:off + size]), size)
+        _dev2host_impl = _dev2dev_impl = _host2dev_impl
+
+        def _compile_impl(self, dev, unit):
+            return compile_c(unit.source)
+
+        def _load_image_impl(self, dev, image):
+            with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f:
+                f.write(image.code)
+            lib = self.libs[id(image)] = ctypes.CDLL(f.name)
+            os.unlink(f.name)
+            return [BytesKernel(lib, info) for info in image.kernels], []
 
         def target_hooks(self):
             from pygomp_plugins.host.target import HostDialect
@@ -131,3 +148,14 @@ def test_compile_finds_a_third_party_dialect(site):
                         "--target", "nowhere"], env=env, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode != 0 and "no plugin provides the target 'nowhere'" in p.stderr
+
+
+def test_a_third_party_plugin_runs_kernels(site):
+    """The plugin writes memory, copies, compiling, loading and one launch of one entry."""
+    (site / "kernel_file.py").write_text(KERNEL)
+    p = run(site, "bytes", "import numpy as np, kernel_file\n"
+                           "x = np.arange(6.0)\n"
+                           "kernel_file.scale.on(0)(x, 3.0)\n"
+                           "print(x.tolist())\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["[0.0, 3.0, 6.0, 9.0, 12.0, 15.0]"]

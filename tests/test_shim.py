@@ -28,7 +28,8 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
-PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc"]
+PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
+            "declare_target.c", "legacy.c"]
 TIMEOUT = 180
 
 
@@ -102,6 +103,10 @@ def _runs(lib, exes):
     }
     for mode in ("extend", "use_device_ptr", "attach_null"):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
+    runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
+    runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
+    runs["declare-initial"] = ([exes["declare_target.c"], "1"],
+                               _env(PYGOMP_DEVICES="none", **pre))
     runs["leftover"] = ([exes["errors.c"], "leftover"], _env(PYGOMP_INFO="0x4", **pre))
     runs["tables-host"] = ([exes["saxpy"], "5000"], _env(PYGOMP_INFO="0x18", **pre))
     runs["tables-libgomp"] = ([exes["saxpy"], "5000"], _env())
@@ -111,6 +116,8 @@ def _runs(lib, exes):
         runs["tables-opencl"] = ([exes["saxpy"], "5000"],
                                  _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x18", **pre))
     if _opencl_devices():
+        runs["declare-opencl"] = ([exes["declare_target.c"], "0"],
+                                  _env(PYGOMP_DEVICES="opencl", **pre))
         runs["no-image"] = ([exes["errors.c"], "fallback"],
                             _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x10", **pre))
         runs["no-image-mandatory"] = ([exes["errors.c"], "fallback"],
@@ -140,6 +147,23 @@ def _passed(done):
 @pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_older_compilers_and_fortran_entry_points(runs):
+    """GCC 5's GOMP_target/_data/_update (8-bit kinds) and GOACC_parallel, called as
+    such binaries call them, map on the host device; omp_pause_resource(_all) and
+    Fortran's omp_*_ names answer for pygomp's devices (libgomp's own would not)."""
+    _passed(runs["legacy"])
+
+
+@pytest.mark.parametrize("where", ["host", "initial", "opencl"])
+def test_declare_target_variables(runs, where):
+    """The program's declare target variables (its .gnu.offload_vars) are the host
+    device's own: present from the start, mapped and updated onto themselves.  On
+    OpenCL, where regions have no image, they are not present."""
+    if f"declare-{where}" not in runs:
+        pytest.skip("no OpenCL device works here (tests/test_probe.py says why)")
+    _passed(runs[f"declare-{where}"])
 
 
 def test_linked_ahead_of_libgomp(runs, built):

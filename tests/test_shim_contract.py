@@ -1,37 +1,64 @@
-"""The numbers and layouts that csrc/shim.c, pygomp/abi.py and pygomp/build.py each
-write down by hand agree (the acc_* routine numbers are checked in test_shim_acc.py)."""
+"""The numbers and layouts that csrc/shim.c and pygomp/abi.py share: written once, in
+csrc/contract.py, and given to C by build.py; where Python keeps its own copy of a
+number (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py), it agrees."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
-from pygomp import abi, build
+from pygomp import abi, acc, build
+from pygomp.runtime import gcc_images
+from pygomp_csrc import build as shim_build
+from pygomp_csrc import contract
 
 SHIM = (Path(__file__).parent.parent / "csrc" / "shim.c").read_text()
 
 
-def _enum(first: str) -> dict:
-    """The enum of shim.c whose first name is ``first``: name -> value."""
-    body = re.search(r"enum \{\s*(" + first + r" = .*?)\};", SHIM, re.S).group(1)
-    return {name: int(value) for name, value in re.findall(r"(\w+) = (\d+)", body)}
+def _c_names():
+    """{C name: value} of everything contract.py gives to C."""
+    out = {f"{prefix}{name}": value for prefix, numbers in contract.ENUMS.items()
+           for name, value in vars(numbers).items()}
+    out.update({name: getattr(contract, name) for name in contract.DEFINES})
+    return out
 
 
-def test_construct_numbers():
-    assert _enum("OP_TARGET") == {n: getattr(abi, n) for n in
-                                  ("OP_TARGET", "OP_DATA", "OP_UPDATE", "OP_ENTER", "OP_EXIT")}
+def test_gcc_reads_the_numbers_of_the_table(tmp_path):
+    """The C text that build.py puts ahead of shim.c, compiled and run, prints the
+    table's numbers; and a change of the table rebuilds the library."""
+    names = _c_names()
+    main = "".join(f'    printf("{n} %lld\\n", (long long)({n}));\n' for n in names)
+    src = tmp_path / "numbers.c"
+    src.write_text("#include <stdio.h>\n" + contract.c_text()
+                   + "int main(void)\n{\n" + main + "    return 0;\n}\n")
+    subprocess.run(["gcc", "-Wall", "-Werror", str(src), "-o", str(tmp_path / "numbers")],
+                   check=True)
+    out = subprocess.run([str(tmp_path / "numbers")], capture_output=True, text=True,
+                         check=True).stdout
+    assert dict((n, int(v)) for n, v in (line.split() for line in out.splitlines())) == names
+    assert Path(contract.__file__).resolve() in shim_build.sources()
 
 
-def test_openacc_data_numbers():
-    names = ("ACC_DATA", "ACC_ENTER", "ACC_EXIT", "ACC_ENTER_EXIT", "ACC_UPDATE",
-             "ACC_DECLARE", "ACC_WAIT")
-    assert _enum("ACC_DATA") == {n: getattr(abi, n) for n in names}
+def test_shim_uses_every_number_and_defines_none():
+    for name in _c_names():
+        assert re.search(rf"\b{name}\b", SHIM), f"shim.c does not use {name}"
+        assert not re.search(rf"#define {name}\b|\b{name} =", SHIM), \
+            f"shim.c defines {name} itself"
+
+
+def test_python_copies_agree():
+    assert build.TARGET_TYPE == contract.TARGET_TYPE
+    assert gcc_images.NVIDIA_PTX == contract.NVIDIA_PTX
+    assert acc.async_sync == contract.ASYNC_SYNC
+    assert (acc.device_none, acc.device_host, acc.device_host_nonshm,
+            acc.device_not_host) == (contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST,
+                                     contract.ACC_DEVICE_HOST_NONSHM,
+                                     contract.ACC_DEVICE_NOT_HOST)
 
 
 def test_pygomp_tables():
-    """build.py's target type and table struct, as shim.c and abi.py read them: one
-    8-byte word a field after the 8-byte magic."""
-    shim_type = re.search(r"#define TARGET_TYPE (0x[0-9a-f]+)", SHIM).group(1)
-    assert int(shim_type, 16) == build.TARGET_TYPE
+    """build.py's table struct, as abi.py reads it: one 8-byte word per field after the
+    8-byte magic."""
     assert abi.MAGIC == build.MAGIC.encode() + b"\0" and len(abi.MAGIC) == 8
     struct = re.search(r"struct pygomp_table \{(.*?)\};", build.PRELUDE, re.S).group(1)
     fields = re.findall(r"(\w+)(?:\[\d+\])?;", struct)

@@ -1,4 +1,5 @@
-"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices and on PoCL.
+"""pygomp.upc under `mpiexec -n 2` and `-n 3`, on host devices, PoCL, both in one rank,
+and the initial device.
 
 Each test launches mpiexec as a subprocess with a time limit (and PYGOMP_UPC_TIMEOUT on
 every collective inside), so a rank that breaks fails the test instead of hanging it.
@@ -6,6 +7,7 @@ The ranks run tests/mpi/*.py and examples/upc_stencil.py; each rank prints its v
 """
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -25,7 +27,10 @@ pytestmark = pytest.mark.skipif(
     reason="needs mpi4py and mpiexec: pip install 'pygomp[mpi]'")
 
 DEVICES = [pytest.param("host", id="host"),
+           pytest.param("none", id="initial"),      # no offload device: shared memory
            pytest.param("opencl:pocl", id="pocl", marks=pytest.mark.skipif(
+               importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl[pocl]")),
+           pytest.param("opencl:pocl,host", id="pocl+host", marks=pytest.mark.skipif(
                importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl[pocl]"))]
 
 
@@ -55,12 +60,39 @@ def ranks_ok(out, n):
 @pytest.mark.parametrize("devices", DEVICES)
 @pytest.mark.parametrize("n, per_rank", [(2, "2"), (3, None)])
 def test_checks_on_every_rank(n, per_rank, devices):
-    """Layout through MPI, remote reads/writes, pointers, forall, all_reduce."""
+    """Layout through MPI, remote reads/writes, pointers, forall, all_reduce, with the
+    parts resident on their devices."""
     rc, out, _ = mpirun(n, "tests/mpi/upc_checks.py", PYGOMP_DEVICES=devices,
-                        PYGOMP_UPC_DEVICES_PER_RANK=per_rank)
+                        PYGOMP_UPC_DEVICES_PER_RANK=per_rank, PYGOMP_INFO="4")
     threads = n * int(per_rank or 1)
     assert rc == 0 and ranks_ok(out, n), out
     assert f"THREADS {threads}" in out, out
+    assert "at exit" not in out, "the arrays left at exit are unmapped too"
+
+
+PART = 8 << 14          # bytes of the one part in tests/mpi/upc_copies.py
+COPIES = {"forall": [], "read one": [("from", 8)], "read a run": [("from", 800)],
+          "write one": [("to", 8)], "write two runs": [("to", 24), ("to", 8)],
+          "forall after writes": [], "local": [("from", PART)],
+          "forall after local": [("to", PART)], "read all": [("from", PART)], "free": []}
+
+
+@pytest.mark.parametrize("devices", [d for d in DEVICES if d.id in ("host", "pocl")])
+def test_host_accesses_copy_just_the_elements_they_touch(devices):
+    """The part stays on the device: a kernel copies nothing, a host access copies the
+    elements it touches (PYGOMP_INFO=8 reports each copy)."""
+    rc, out, _ = mpirun(1, "tests/mpi/upc_copies.py", PYGOMP_DEVICES=devices,
+                        PYGOMP_INFO="8")
+    assert rc == 0 and "copies: ok" in out, out
+    made, step = {}, None
+    for line in out.splitlines():
+        if line.startswith("step "):
+            step = line[len("step "):]
+            made[step] = []
+        copy = re.search(r"copy (to|from) device \[0x([0-9a-f]+)\.\.0x([0-9a-f]+)\)", line)
+        if copy and step:
+            made[step].append((copy[1], int(copy[3], 16) - int(copy[2], 16)))
+    assert {k: made.get(k) for k in COPIES} == COPIES, out
 
 
 @pytest.mark.parametrize("n, devices", [(2, None), (3, "host")])

@@ -1,11 +1,11 @@
-"""NVIDIA GPUs through CuPy: one device a GPU (``PYGOMP_DEVICES=cuda:N``).
+"""NVIDIA GPUs through CuPy: one device per GPU (``PYGOMP_DEVICES=cuda:N``).
 
 Discovery asks the driver through ctypes (`driver.py`), so a machine without a driver or
 a GPU pays nothing and `unavailable` says why there are no devices; cupy is imported
 when a device is first initialized.
 
 Memory comes from CuPy's memory pool (so it is shared with the user's CuPy arrays), one
-block an allocation, allocated on the device's stream.  Each device has one stream
+block per allocation, allocated on the device's stream.  Each device has one stream
 (blocking, so it is ordered with CuPy's legacy default stream): copies and launches are
 queued on it in order.  A copy from the host goes through pinned staging buffers and
 returns once the host memory has been read; a copy to the host returns when it is done
@@ -21,22 +21,14 @@ GCC's nvptx images (C programs built with ``-foffload=nvptx-none``) load and run
 `gcc.py` says, with libgomp's launch convention; `run` and `run_async` send their
 functions there.
 
-A kernel's entries are launched in order on the stream, or as its ``program`` says (a
-loop of launches reads its count or condition from the global scratch, which waits for
-the launches before it).
-
-Kernel parameters, for every entry of a kernel (see `KernelInfo`): one ``unsigned long
-long`` a word; then, if the kernel has global scratch, a pointer to it (zero when made,
-kept across entries and runs); then, if it has private scratch, a pointer to its
-per-thread part (bytes rounded up to 8, thread k's at k times that, k counting threads
-of the whole grid).  ``tree_bytes`` a thread become dynamic shared memory.
+Kernel parameters: as `KernelInfo` says; the launches of a kernel go on the stream in
+order (a scratch word that a program reads waits for the launches before it).
 
 Launch: ``(gangs, workers, vector)`` is a grid of ``gangs`` blocks (``gridDim.x``) of
 ``vector`` x ``workers`` threads (``blockDim.x``, ``blockDim.y``).  Vector lanes stay
-within one warp: ``vector`` is a power of two up to 32.  Levels an entry does not
-partition get 1; levels left 0 get defaults: 32 lanes, as many workers as make 256
-threads, and as many gangs as the device keeps resident (multiprocessors times the
-occupancy of the entry).  A block larger than the kernel allows is shrunk, workers first.
+within one warp: ``vector`` is a power of two up to 32.  Levels left 0 get defaults (see
+`Kernel.geometry`): 32 lanes, as many workers as make 256 threads, and as many gangs as
+the device keeps resident (multiprocessors times the occupancy of the entry).
 """
 from __future__ import annotations
 
@@ -48,7 +40,7 @@ import itertools
 import threading
 
 from pygomp.runtime.gcc_images import NvptxImage
-from pygomp.runtime.plugin import DeviceArray, DeviceInfo, LoadedImage, Plugin, PluginError
+from pygomp.runtime.plugin import DeviceArray, DeviceInfo, Kernel, Plugin, PluginError
 
 from . import driver, gcc, nvrtc
 
@@ -56,9 +48,9 @@ cupy = None                 # imported by the first device initialization
 
 OPTIONS = ("--std=c++17", "-default-device", "--disable-warnings")   # NVRTC, every kernel
 CHUNK = 2 << 20             # bytes of one pinned staging buffer
-RING = 16                   # at most this many staging buffers a device
+RING = 16                   # at most this many staging buffers per device
 DIRECT = 1 << 20            # smaller copies to the host skip the staging buffers
-THREADS = 256               # default threads a block
+THREADS = 256               # default threads per block
 _tls = threading.local()    # the device this thread last made current
 
 
@@ -110,22 +102,91 @@ class _Device:
         self.stacks = None                     # GCC's OpenMP soft stacks (gcc.py)
 
 
-class _Kernel:
-    """A loaded kernel: its entry functions, argument block, scratch and launch plans."""
+class _Kernel(Kernel):
+    """A kernel's entry functions on one GPU, and the parameter block its launches read."""
+    shares_arguments = True           # one parameter block
 
-    def __init__(self, functions, info):
-        self.functions = functions
-        self.info = info
-        self.lock = threading.Lock()
+    def __init__(self, plugin, dev, d, functions, info, address):
+        super().__init__(info, address)
+        self.plugin, self.dev, self.d, self.functions = plugin, dev, d, functions
+        self.props = plugin.devices()[dev].properties
         n = len(info.args) + info.has_scratch + bool(info.private)
         self.values = (ctypes.c_uint64 * max(n, 1))()
         base = ctypes.addressof(self.values)
         self.params = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
-        self.scratch = self.private = None     # cupy MemoryPointers
-        self.scratch_size = self.private_size = 0
-        self.plans = {}     # launch -> (gangs, [(function, grid, block, shared)])
-        self.max_threads = min(cupy.cuda.driver.funcGetAttribute(
-            cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) for f in functions)
+        self.max_group = min(self.props["max_threads_per_block"], *(
+            cupy.cuda.driver.funcGetAttribute(
+                cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)
+            for f in functions))
+        self.max_gangs = self.props["max_grid_dim_x"]
+
+    def run(self, args, launch, wait_for):
+        with _On(self.d.ordinal):
+            return super().run(args, launch, wait_for)
+
+    def _group_impl(self, levels, vector, workers):
+        vector = vector or (32 if "v" in levels else 1)
+        vector = 1 << (min(vector, 32).bit_length() - 1)      # a power of two <= 32
+        return vector, workers or (max(THREADS // vector, 1) if "w" in levels else 1)
+
+    def _gangs_impl(self, entry, group):
+        threads = group[0] * group[1]
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self.functions[entry], threads, self.info.tree_bytes * threads)
+        return self.props["multiprocessors"] * max(per_sm, 1)
+
+    def _plan_impl(self, launch):
+        """The gangs, and per entry its function, grid, block and dynamic shared memory."""
+        gangs, sizes = self.geometry(launch)
+        return gangs, [(f, grid, block, self.info.tree_bytes * block[0] * block[1])
+                       for f, (grid, block) in zip(self.functions, sizes)]
+
+    def _scratch_impl(self, size, old, have):
+        d, rt = self.d, cupy.cuda.runtime       # the stream orders it before later launches
+        with d.stream:
+            block = d.pool.malloc(size)
+        rt.memsetAsync(block.ptr, 0, size, d.stream.ptr)
+        if have:
+            rt.memcpyAsync(block.ptr, old.ptr, have, rt.memcpyDeviceToDevice, d.stream.ptr)
+        return block
+
+    def _start_impl(self, args, plan, scratch, wait_for):
+        _wait_for(self.d, self.dev, wait_for)
+        n = len(args)
+        self.values[:n] = args
+        if scratch is not None:
+            self.values[n] = scratch.ptr
+            n += 1
+        return plan[1], n, args         # the steps, the private scratch's word, the words
+
+    def _launch_impl(self, run, entry):
+        steps, n, args = run
+        f, grid, block, shared = steps[entry]
+        info = self.info
+        if info.private:
+            per = info.private_part(args)
+            size = per * grid * block[0] * block[1]
+            try:
+                self.values[n] = self.grow("private", size).ptr
+            except cupy.cuda.memory.OutOfMemoryError:
+                raise PluginError(
+                    f"kernel {info.name} needs {per} bytes of private arrays a "
+                    f"thread, {size} bytes for its {size // per} threads: more "
+                    f"than {self.plugin.label(self.dev)} can allocate") from None
+        cupy.cuda.driver.launchKernel(f, grid, 1, 1, block[0], block[1], 1, shared,
+                                      self.d.stream.ptr, ctypes.addressof(self.params), 0)
+
+    def _word_impl(self, run, word):
+        out, rt = ctypes.c_int64(), cupy.cuda.runtime
+        rt.memcpyAsync(ctypes.addressof(out), self.buffers["scratch"][0].ptr + 8 * word, 8,
+                       rt.memcpyDeviceToHost, self.d.stream.ptr)
+        self.d.stream.synchronize()
+        return out.value
+
+    def _end_impl(self, run):
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(self.d.stream)
+        return _Event(event, self.dev, self.info.name, self.plugin)
 
 
 class _Event:
@@ -172,11 +233,9 @@ class CudaPlugin(Plugin):
     capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
     def __init__(self):
-        self._state = {}                        # number -> _Device
-        self._kernels = {}                      # function address -> _Kernel
+        super().__init__()
         self._gcc = {}                          # function address -> gcc.Kernel
-        self._addresses = itertools.count(0x1000)   # one a loaded kernel
-        self._lock = threading.RLock()
+        self._addresses = itertools.count(0x1000)   # one per loaded kernel
         self.unavailable = ""                   # why there are no devices
 
     # -- discovery ---------------------------------------------------------
@@ -209,35 +268,20 @@ class CudaPlugin(Plugin):
         return nvrtc.compile(unit.source, nvrtc.target_for(self.capability(dev)), OPTIONS,
                              name)
 
-    def target_hooks(self):
-        from . import target
-        return target.HOOKS
-
     # -- lifetime ------------------------------------------------------------
-    def _device(self, dev):
-        d = self._state.get(dev)
-        if d is None:
-            with self._lock:
-                d = self._state.get(dev)
-                if d is None:
-                    _cupy()
-                    with _On(dev):
-                        d = self._state[dev] = _Device(dev)
-        return d
-
-    def _init_impl(self, dev):
-        self._device(dev)
+    def _start_device_impl(self, dev):
+        _cupy()
+        with _On(dev):
+            return _Device(dev)
 
     def _fini_impl(self, dev):
-        with self._lock:
-            d = self._state.pop(dev, None)
+        d = self._state.get(dev)
         if d is None:
             return
         with _On(d.ordinal):
             d.stream.synchronize()
             for fns, _ in d.images.values():
                 for f in fns:
-                    self._kernels.pop(f, None)
                     self._gcc.pop(f, None)
             for m in d.modules.values():
                 cupy.cuda.driver.moduleUnload(m)
@@ -262,18 +306,17 @@ class CudaPlugin(Plugin):
             module = d.modules.get(key)
             if module is None:
                 module = d.modules[key] = drv.moduleLoadData(image.code)
-            fns = []
-            for info in image.kernels:     # (two tables may hold the same code)
-                functions = [drv.moduleGetFunction(module, e) for e in info.entries]
-                fns.append(next(self._addresses))
-                self._kernels[fns[-1]] = _Kernel(functions, info)
+            kernels = [_Kernel(self, dev, d, [drv.moduleGetFunction(module, e)
+                                              for e in info.entries],
+                               info, next(self._addresses))
+                       for info in image.kernels]   # (two tables may hold the same code)
             vars_ = []
             for _, size in image.variables:
                 addr = self._alloc_impl(dev, size)
                 cupy.cuda.runtime.memsetAsync(addr, 0, max(size, 1), d.stream.ptr)
                 vars_.append(addr)
-        d.images[id(image)] = (fns, vars_)
-        return LoadedImage(fns, vars_)
+        d.images[id(image)] = ([k.address for k in kernels], vars_)
+        return kernels, vars_
 
     def _unload_image_impl(self, dev, image):
         d = self._device(dev)
@@ -282,7 +325,6 @@ class CudaPlugin(Plugin):
             with _On(d.ordinal):
                 d.stream.synchronize()
             for f in entry[0]:
-                self._kernels.pop(f, None)
                 self._gcc.pop(f, None)
             for v in entry[1]:
                 d.blocks.pop(v, None)
@@ -374,7 +416,8 @@ class CudaPlugin(Plugin):
             fns = [next(self._addresses) for _ in kernels]
             self._gcc.update(zip(fns, kernels))
         d.images[id(image)] = (fns, vars_)
-        return LoadedImage(fns, vars_)
+        # Kernel records for the registry: `run` sends these functions to gcc.py
+        return [Kernel(info, fn) for info, fn in zip(image.kernels, fns)], vars_
 
     # -- launches ------------------------------------------------------------
     def run(self, dev, fn, args, launch=(0, 0, 0)):
@@ -413,100 +456,6 @@ class CudaPlugin(Plugin):
         with _On(d.ordinal):
             d.stream.synchronize()
 
-    def _run_impl(self, dev, fn, info, args, launch, wait_for):
-        k = self._kernels[fn]
-        d = self._device(dev)
-        launch = tuple(launch)
-        with _On(d.ordinal):
-            plan = k.plans.get(launch)
-            if plan is None:
-                plan = k.plans[launch] = self._plan(dev, k, launch)
-            gangs, steps = plan
-            _wait_for(d, dev, wait_for)
-            start = cupy.cuda.driver.launchKernel
-            with k.lock:
-                v = k.values
-                n = len(args)
-                v[:n] = args
-                if info.has_scratch:
-                    v[n] = self._scratch(d, k, "scratch", info.scratch_size(gangs))
-                    n += 1
-
-                def read(word):             # a scratch word, once the launches are done
-                    out = ctypes.c_int64()
-                    cupy.cuda.runtime.memcpyAsync(
-                        ctypes.addressof(out), k.scratch.ptr + 8 * word, 8,
-                        cupy.cuda.runtime.memcpyDeviceToHost, d.stream.ptr)
-                    d.stream.synchronize()
-                    return out.value
-
-                order = _program(info.program, read) if info.program else range(len(steps))
-                for f, grid, block, shared in (steps[i] for i in order):
-                    if info.private:
-                        per = -(-info.private_size(args) // 8) * 8
-                        size = per * grid * block[0] * block[1]
-                        try:
-                            v[n] = self._scratch(d, k, "private", size)
-                        except cupy.cuda.memory.OutOfMemoryError:
-                            raise PluginError(
-                                f"kernel {info.name} needs {per} bytes of private arrays a "
-                                f"thread, {size} bytes for its {size // per} threads: more "
-                                f"than {self.label(dev)} can allocate") from None
-                    start(f, grid, 1, 1, block[0], block[1], 1, shared, d.stream.ptr,
-                          ctypes.addressof(k.params), 0)
-            event = cupy.cuda.Event(block=False, disable_timing=True)
-            event.record(d.stream)
-        return _Event(event, dev, info.name, self)
-
-    def _plan(self, dev, k, launch):
-        """The gangs of a launch, and per entry its function, grid, block and dynamic
-        shared memory."""
-        props = self.devices()[dev].properties
-        info = k.info
-        blocks = [self.block(dev, k, launch, lv) for lv in info.levels]
-        gangs = launch[0]
-        for f, lv, block in zip(k.functions, info.levels, blocks):
-            if "g" in lv and not gangs:            # as many as stay resident
-                per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    f, block[0] * block[1], info.tree_bytes * block[0] * block[1])
-                gangs = props["multiprocessors"] * max(per_sm, 1)
-        gangs = min(gangs or 1, props["max_grid_dim_x"])
-        return gangs, [(f, (gangs if "g" in lv else launch[0] or 1) if lv else 1, block,
-                        info.tree_bytes * block[0] * block[1])
-                       for f, lv, block in zip(k.functions, info.levels, blocks)]
-
-    def block(self, dev, k, launch, levels="gwv"):
-        """(vector, workers) of one entry after defaults and limits."""
-        if not levels:
-            return 1, 1
-        _, workers, vector = launch
-        vector = vector or (32 if "v" in levels else 1)
-        vector = 1 << (min(vector, 32).bit_length() - 1)      # a power of two <= 32
-        workers = workers or (max(THREADS // vector, 1) if "w" in levels else 1)
-        limit = min(k.max_threads, self.devices()[dev].properties["max_threads_per_block"])
-        while workers * vector > limit and workers > 1:
-            workers = (workers + 1) // 2
-        while workers * vector > limit:
-            vector //= 2
-        return vector, workers
-
-    def _scratch(self, d, k, which, size):
-        """The kernel's global or private scratch: zero when made, its contents kept
-        when it grows (the stream orders the copy before later launches)."""
-        have = getattr(k, which + "_size")
-        if have < size:
-            size = max(size, 2 * have)
-            with d.stream:
-                block = d.pool.malloc(size)
-            rt = cupy.cuda.runtime
-            rt.memsetAsync(block.ptr, 0, size, d.stream.ptr)
-            if have:
-                rt.memcpyAsync(block.ptr, getattr(k, which).ptr, have,
-                               rt.memcpyDeviceToDevice, d.stream.ptr)
-            setattr(k, which, block)
-            setattr(k, which + "_size", size)
-        return getattr(k, which).ptr
-
 
 def _wait_for(d, dev, events):
     """The device's stream waits for ``events`` (its own are ordered already)."""
@@ -516,20 +465,6 @@ def _wait_for(d, dev, events):
                 d.stream.wait_event(e.event)
         else:
             e.wait()
-
-
-def _program(ops, read):
-    """The entries a kernel's program launches, in order (see `KernelInfo.program`);
-    ``read(word)`` gives a word of its global scratch once the launches so far are done."""
-    for op in ops:
-        if isinstance(op, int):
-            yield op
-        elif op[0] == "repeat":
-            for _ in range(read(op[1])):
-                yield from _program(op[2], read)
-        else:
-            while read(op[1]):
-                yield from _program(op[2], read)
 
 
 def _drain(item, dst):

@@ -1,11 +1,9 @@
 """The host device: the CPU as an offload device with its own, separate memory.
 
 Data reaches it only through the map, as on a discrete GPU.  Images are shared objects
-built by gcc (`compile`); a kernel entry is ``void f(void **args, const int64_t *launch)``:
-``args`` holds the argument words, then the address of the kernel's global scratch
-(when its KernelInfo asks for one), then that of its private scratch (idem); ``launch``
-is ``(num_gangs, num_workers, vector_length)``.  The entries of a kernel run one after
-the other within one `run`, or as its ``program`` says.
+built by gcc (`compile`); a kernel entry takes its arguments as `KernelInfo` says, and
+runs on OpenMP threads: the private scratch holds a part per thread OpenMP may start.
+Runs of a kernel without scratch go side by side, each with its own array of words.
 """
 from __future__ import annotations
 
@@ -14,14 +12,13 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 import types
 
 import _cffi_backend
 
 from pygomp.errors import CompileError, compiler_error
-from pygomp.runtime import cache, hostmem
-from pygomp.runtime.plugin import DONE, DeviceInfo, LoadedImage, Plugin
+from pygomp.runtime import cache, elf_tables, hostmem
+from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
@@ -53,41 +50,54 @@ _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
 KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 
 
-class _Kernel:
-    """A loaded kernel: its entries, its scratch and spare argument arrays."""
-    __slots__ = ("entries", "program", "scratched", "spare", "lock", "scratch",
-                 "scratch_size", "private", "private_size")
+class _Kernel(Kernel):
+    """A kernel's entries in a loaded shared object, and its spare arrays of words."""
 
-    def __init__(self, entries, info):
+    def __init__(self, info, entries):
+        super().__init__(info, entries[0])
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
-        self.program = info.program
-        self.scratched = bool(info.has_scratch or info.private)   # words follow
-        self.spare = []          # argument arrays not in use (list.pop/append are atomic)
-        self.lock = threading.Lock()     # held while a kernel with scratch runs
-        self.scratch = self.private = None
-        self.scratch_size = self.private_size = 0
+        self.spare = []          # word arrays not in use (list.pop/append are atomic)
 
-    def word(self, w):
-        """Word ``w`` (int64) of the global scratch."""
-        if self.scratch is None:
-            raise ValueError("a kernel's program reads a scratch word, but its KernelInfo "
-                             "asks for no global scratch")
-        return _ffi.cast("int64_t *", self.scratch)[w]
+    def _plan_impl(self, launch):
+        return max(launch[0], _max_threads()), _ffi.new("int64_t[3]", list(launch))
 
-    def grow(self, which, size):
-        """The kernel's scratch of at least size bytes: zero when made, its contents
-        kept when it grows."""
-        buf, have = getattr(self, which), getattr(self, which + "_size")
-        if have < size:
-            new = _ffi.gc(_libc.calloc(max(size, 1), 1), _libc.free)
-            if new == _ffi.NULL:
-                raise MemoryError(f"no host memory for {size} bytes of scratch")
-            if have:
-                _libc.memcpy(new, buf, have)
-            buf = new
-            setattr(self, which, buf)
-            setattr(self, which + "_size", size)
-        return int(_ffi.cast("intptr_t", buf))
+    def _scratch_impl(self, size, old, have):
+        new = _ffi.gc(_libc.calloc(size, 1), _libc.free)
+        if new == _ffi.NULL:
+            raise MemoryError(f"no host memory for {size} bytes of scratch")
+        if have:
+            _libc.memcpy(new, old, have)
+        return new
+
+    def _start_impl(self, args, plan, scratch, wait_for):
+        for event in wait_for:
+            event.wait()
+        words = args
+        if scratch is not None or self.info.private:
+            words = list(args)
+            if scratch is not None:
+                words.append(_address(scratch))
+            if self.info.private:
+                size = self.info.private_part(args) * _max_threads()
+                words.append(_address(self.grow("private", size)))
+        # The words live in an array this run owns until its last entry returns.
+        n = len(words)
+        try:
+            array = self.spare.pop()
+        except IndexError:
+            array = _ffi.new("uint64_t[]", max(n, 1))
+        array[0:n] = words
+        return array, plan[1]
+
+    def _launch_impl(self, run, entry):
+        self.entries[entry](*run)
+
+    def _word_impl(self, run, word):
+        return _ffi.cast("int64_t *", self.buffers["scratch"][0])[word]
+
+    def _end_impl(self, run):
+        self.spare.append(run[0])
+        return DONE
 
 
 class HostPlugin(Plugin):
@@ -97,10 +107,8 @@ class HostPlugin(Plugin):
     capabilities = frozenset({"fp64", "int64_atomics", "generic_address_space"})
 
     def __init__(self):
-        self._libs = {}          # id(image) -> [dlopen handle, number of loads, LoadedImage]
-        self._kernels = {}       # first entry's address -> _Kernel
-        self._launches = {}      # launch tuple -> its int64_t[3] (read-only for kernels)
-        self._lock = threading.Lock()
+        super().__init__()
+        self._libs = {}          # id(image) -> [dlopen handle, number of loads, loaded]
 
     def _devices_impl(self):
         cpus = os.cpu_count() or 1
@@ -117,12 +125,10 @@ class HostPlugin(Plugin):
     def _compile_impl(self, dev, unit):
         return compile_c(unit.source, ", ".join(k.name for k in unit.kernels))
 
-    def target_hooks(self):
-        from . import target
-        return target.HOOKS
-
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
+        if isinstance(image, elf_tables.ProgramImage):      # the program's own memory
+            return [], list(image.addresses)
         # The offload device and the initial device share this plugin: count the loads.
         with self._lock:
             held = self._libs.get(id(image))
@@ -131,12 +137,9 @@ class HostPlugin(Plugin):
                 if handle == _ffi.NULL:
                     raise OSError(_dlerror())
                 try:
-                    fns = []
-                    for info in image.kernels:
-                        entries = [_symbol(handle, e) for e in info.entries]
-                        self._kernels[entries[0]] = _Kernel(entries, info)
-                        fns.append(entries[0])
-                    loaded = LoadedImage(fns, [_symbol(handle, n) for n, _ in image.variables])
+                    loaded = ([_Kernel(info, [_symbol(handle, e) for e in info.entries])
+                               for info in image.kernels],
+                              [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:
                     _libc.dlclose(handle)
                     raise
@@ -159,8 +162,6 @@ class HostPlugin(Plugin):
             if held[1]:
                 return
             del self._libs[id(image)]
-            for fn in held[2].functions:
-                self._kernels.pop(fn, None)
         _libc.dlclose(held[0])
 
     # -- memory --------------------------------------------------------------
@@ -174,62 +175,6 @@ class HostPlugin(Plugin):
         _libc.memcpy(_ffi.cast("void *", dst), _ffi.cast("void *", src), size)
 
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
-
-    # -- launches ------------------------------------------------------------
-    def _run_impl(self, dev, fn, info, args, launch, wait_for):
-        for event in wait_for:
-            event.wait()
-        k = self._kernels[fn]
-        sizes = self._launches.get(launch)
-        if sizes is None:
-            sizes = self._launches[tuple(launch)] = _ffi.new("int64_t[3]", list(launch))
-        if k.scratched:
-            with k.lock:            # one scratch a kernel: its runs take turns
-                self._run_entries(k, list(args) + self._scratch(k, info, args, launch), sizes)
-        else:
-            self._run_entries(k, args, sizes)
-        return DONE
-
-    @staticmethod
-    def _run_entries(k, words, sizes):
-        # The words live in an array this call owns until the last entry returns.
-        n = len(words)
-        try:
-            array = k.spare.pop()
-        except IndexError:
-            array = _ffi.new("uint64_t[]", max(n, 1))
-        array[0:n] = words
-        if k.program:
-            for i in _program(k.program, k.word):
-                k.entries[i](array, sizes)
-        else:
-            for entry in k.entries:
-                entry(array, sizes)
-        k.spare.append(array)
-
-    @staticmethod
-    def _scratch(k, info, args, launch):
-        threads = _max_threads()
-        out = []
-        if info.has_scratch:
-            out.append(k.grow("scratch", info.scratch_size(max(launch[0], threads))))
-        if info.private:
-            out.append(k.grow("private", info.private_size(args) * threads))
-        return out
-
-
-def _program(ops, read):
-    """The entries a kernel's program runs, in order (see `KernelInfo.program`);
-    ``read(word)`` gives a word of its global scratch when it is reached."""
-    for op in ops:
-        if isinstance(op, int):
-            yield op
-        elif op[0] == "repeat":
-            for _ in range(read(op[1])):
-                yield from _program(op[2], read)
-        else:
-            while read(op[1]):
-                yield from _program(op[2], read)
 
 
 def compile_c(source: str, name: str = "kernel") -> bytes:
@@ -287,6 +232,10 @@ def _max_threads():
     return _ids["threads"]
 
 
+def _address(buf):
+    return int(_ffi.cast("intptr_t", buf))
+
+
 def _dlerror():
     p = _libc.dlerror()
     return _ffi.string(p).decode() if p != _ffi.NULL else "unknown dlerror"
@@ -296,4 +245,4 @@ def _symbol(handle, name):
     p = _libc.dlsym(handle, name.encode())
     if p == _ffi.NULL:
         raise OSError(f"symbol {name!r} not found: {_dlerror()}")
-    return int(_ffi.cast("intptr_t", p))
+    return _address(p)

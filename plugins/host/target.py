@@ -1,7 +1,7 @@
 """The host dialect: C with OpenMP (the host plugin builds it with gcc).
 
 Levels: the outermost partitioned loop of a nest that includes gang or worker runs on
-OpenMP threads (its iterations split in equal contiguous chunks, one a thread); gang and
+OpenMP threads (its iterations split in equal contiguous chunks, one per thread); gang and
 worker loops nested inside it run sequentially in their thread; a vector level is
 ``#pragma omp simd`` when the loop is innermost (else gcc vectorizes the inner loop).  So
 on the host a gang is one thread, ``omp.barrier()`` has nothing to wait for and a
@@ -12,12 +12,14 @@ team-shared array is a private array of that thread.  Launch sizes:
 Reductions: INIT declares a level's copy (``T s__r1g = identity``), FINI combines it into
 the enclosing copy (under ``omp critical`` where threads join), SETUP and TEARDOWN have
 nothing to do; the vector level adds ``reduction(op:copy)`` to its simd loop.  An array
-reduction has a copy a thread inside parallel regions (combined under ``omp critical``);
+reduction has a copy per thread inside parallel regions (combined under ``omp critical``);
 such copies and private arrays sized at run time are the thread's part of the private
 scratch that the plugin passes after the argument words (KernelInfo.private), reached
 through ``pyg_own`` so that gcc knows it aliases no argument.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from pygomp.compiler import ir
 from pygomp.compiler import types as T
@@ -50,14 +52,26 @@ def _preamble():
 _PREAMBLE = _preamble()
 
 
+@dataclass
+class HostState:
+    """What the dialect keeps while it emits one kernel (``em.state``)."""
+    threads: tuple = ()             # the levels the enclosing parallel region spreads
+    join: tuple | None = None       # (id of that loop, the level whose threads join)
+    mine: dict = field(default_factory=dict)    # private array -> its first word
+    stride: str = "0"               # private scratch words per thread
+
+
 class HostDialect(Dialect):
     target = "host"
+
+    def new_state(self, fn):
+        return HostState()
 
     def preamble(self, fn):
         return _PREAMBLE
 
     def builtin(self, em, name):
-        levels = em.state.get("threads", ())
+        levels = em.state.threads
         if name in ("vector_id",):
             return "0L"
         if name == "vector_length":
@@ -87,7 +101,7 @@ class HostDialect(Dialect):
             em.line("const int nthreads_ = pyg_threads(launch); (void)nthreads_;")
             if fn.sizes:                        # the private scratch, after the words
                 em.line(f"uint64_t *pyg_priv = (uint64_t *)args[{len(arg_words(fn))}];")
-                em.state["mine"], em.state["stride"] = em.private_layout()
+                em.state.mine, em.state.stride = em.private_layout()
 
     # -- private arrays sized at run time: a thread's part of the private scratch --------
     def array_decl(self, em, name, t):
@@ -99,11 +113,11 @@ class HostDialect(Dialect):
         for k, e in enumerate(em.extents(name)):
             em.line(f"const int64_t {name}__s{k} = {e};")
         em.line(f"{t.elem.c} *{name} = ({t.elem.c} *)pyg_own(pyg_priv + omp_get_thread_num() "
-                f"* ({em.state['stride']}) + {em.state['mine'][name]});")
+                f"* ({em.state.stride}) + {em.state.mine[name]});")
 
     # -- loops and reductions ----------------------------------------------------
     def loop(self, em, loop):
-        threaded = not em.state.get("threads") and any(
+        threaded = not em.state.threads and any(
             lv in ("gang", "worker") for lv in loop.levels)
         simd = ("vector" in loop.levels and not loop.has_sync   # innermost loops only:
                 and not any(isinstance(r.type, T.Array) for r in loop.reductions)
@@ -122,8 +136,8 @@ class HostDialect(Dialect):
                 levels = tuple(lv for lv in loop.levels if lv != "vector")
                 em.line("#pragma omp parallel num_threads(nthreads_)")
                 em.line("{")
-                em.state["threads"] = levels
-                em.state["join"] = (id(loop), levels[0])
+                em.state.threads = levels
+                em.state.join = (id(loop), levels[0])
                 with em.indent():
                     for c in loop.init:
                         em.stmt(c)
@@ -136,8 +150,8 @@ class HostDialect(Dialect):
                     for c in loop.fini:
                         em.stmt(c)
                 em.line("}")
-                em.state["threads"] = ()
-                em.state["join"] = None
+                em.state.threads = ()
+                em.state.join = None
             else:
                 for c in loop.init:
                     em.stmt(c)
@@ -168,10 +182,10 @@ class HostDialect(Dialect):
         em.line("}")
 
     def reduction(self, em, call):
-        join = em.state.get("join")
+        join = em.state.join
         joins = join is not None and join[1] == call.level
-        if isinstance(call.type, T.Array):     # a copy a thread, inside parallel regions
-            return self._array_reduction(em, call, joins or bool(em.state.get("threads")))
+        if isinstance(call.type, T.Array):     # a copy per thread, inside parallel regions
+            return self._array_reduction(em, call, joins or bool(em.state.threads))
         if call.phase == "INIT":
             em.line(f"{call.type.c} {call.local} = {self.identity(call.op, call.type)};")
         elif call.phase == "FINI":
@@ -182,7 +196,7 @@ class HostDialect(Dialect):
         # SETUP and TEARDOWN: nothing on the host
 
     def _array_reduction(self, em, call, copy):
-        """A copy a thread (the array itself outside parallel regions), combined into
+        """A copy per thread (the array itself outside parallel regions), combined into
         the array element by element when the loop ends, one thread at a time."""
         t, c = call.type.elem, call.type.elem.c
         n = em.count(call.local, T.Array(t, call.type.ndim, shape=call.type.shape))

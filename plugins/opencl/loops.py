@@ -1,4 +1,5 @@
-"""Loop and reduction lowering of the OpenCL dialect (a mixin of `OpenCLDialect`).
+"""The OpenCL dialect's loop and reduction strategies (a mixin of `OpenCLDialect`; the
+loop's skeleton is `pygomp.compiler.workgroup.WorkGroupDialect.loop`).
 
 A partitioned loop gives each participant a contiguous block of iterations on CPUs
 (``PYGOMP_DEVICE_CPU``) and a strided share elsewhere.  A loop whose body holds barriers
@@ -9,9 +10,9 @@ group-wide maximum of the trip counts, or of "still running" each round).
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
 all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
-for the vector and worker levels, and one partial a work-group in global scratch for the
+for the vector and worker levels, and one partial per work-group in global scratch for the
 gang level, which the next launch combines (a gang loop ends its launch: see
-`pygomp.compiler.steps`).  An array reduction has a copy a work-item in the private
+`pygomp.compiler.steps`).  An array reduction has a copy per work-item in the private
 scratch: after a worker or vector loop the group sums its copies, after a gang loop a
 launch of its own does (the copies of work-items that ran the loop redundantly
 emptied first).  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
@@ -24,93 +25,63 @@ from __future__ import annotations
 from pygomp.compiler import ir, steps
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
+from pygomp.compiler.workgroup import LEVELS, syncs
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
          "vector": "(long)get_local_size(0)"}
-LEVELS = ("gang", "worker", "vector")
 LANES = 8          # reduction lanes of one work-item on CPUs (see _lanes)
 
 
-def _has_sync(body) -> bool:
-    return any(isinstance(n, (ir.Barrier, ir.ParLoop)) for n in ir.walk(body))
-
-
 class LoopLowering:
-    """Needs from the dialect: type_name, identity, barrier."""
+    """The hooks `iterate`, `guarded`, `fini` and `barriers_around` of `WorkGroupDialect`."""
 
-    def loop(self, em, loop):
-        st = em.state
-        outer_part, outer_active = st["part"], st["active"]
-        nested = bool(outer_part)
-        u = em.uid()
-        trips = [f"pyg_n{k}_{u}" for k in range(len(loop.dims))]
+    def barriers_around(self, em, loop):
+        """Before a loop nested in another, unless a gang loop; after a loop inside a
+        gang whose reduction tree (barriers of its own) does not end it."""
+        return (bool(em.state.part) and loop.levels != ("gang",),
+                "gang" not in loop.levels and not loop.fini)
+
+    def iterate(self, em, loop, u, me, trips):
+        """A contiguous block of iterations per participant on CPUs, every
+        ``pyg_P<u>``-th elsewhere; every participant runs the same rounds (``pyg_act``
+        guards the tail) when the body holds barriers."""
+        tot, P, k = f"pyg_tot{u}", f"pyg_P{u}", f"pyg_k{u}"
         lv = loop.levels
-        sync = _has_sync(loop.body)
-        if nested and lv != ("gang",):
-            self.barrier(em)                     # what the redundant code stored
-        em.line("{")
-        with em.indent():
-            lines, count = em.counts(loop, trips, outer_active)
-            for text in lines:
-                em.line(text)
-            for c in loop.setup + loop.init:
-                em.stmt(c)
-            p = _flat(lv, ID)
-            n = _flat(lv, COUNT)
-            tot, P = f"pyg_tot{u}", f"pyg_P{u}"
-            em.line(f"const long {tot} = {count}, {P} = {n};")
-            em.line("#ifdef PYGOMP_DEVICE_CPU")
-            em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-            em.line(f"const long pyg_lo{u} = ({p}) * pyg_per{u}, pyg_st{u} = 1;")
-            em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
+        em.line("#ifdef PYGOMP_DEVICE_CPU")
+        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
+        em.line(f"const long pyg_lo{u} = ({me}) * pyg_per{u}, pyg_st{u} = 1;")
+        em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
+        em.line("#else")
+        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
+        em.line(f"const long pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
+        em.line("#endif")
+        if syncs(loop.body) and lv != ("gang",):     # uniform
+            act = f"pyg_act{u}"
+            em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
+            with em.indent():
+                em.line(f"const long {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
+                em.line(f"const int {act} = {k} < pyg_hi{u};")
+                self._body(em, loop, k, trips, act)
+            em.line("}")
+            return
+        rect = rectangular(loop)
+        lanes = "vector" in lv and _scalars(loop) and rect
+        if lanes:
+            em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
+            self._lanes(em, loop, u, k, trips)
             em.line("#else")
-            em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-            em.line(f"const long pyg_lo{u} = {p}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
-            em.line("#endif")
-            k = f"pyg_k{u}"
-            st["part"] = outer_part | set(lv)
-            uniform = sync and lv != ("gang",)
-            if uniform:
-                act = f"pyg_act{u}"
-                em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
-                with em.indent():
-                    em.line(f"const long {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
-                    em.line(f"const int {act} = {k} < pyg_hi{u};")
-                    self._body(em, loop, k, trips, act)
-                em.line("}")
-            else:
-                rect = rectangular(loop)
-                lanes = "vector" in lv and _scalars(loop) and rect
-                if lanes:
-                    em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
-                    self._lanes(em, loop, u, k, trips)
-                    em.line("#else")
-                if not rect:                     # a contiguous block: row by row
-                    em.line("#ifdef PYGOMP_DEVICE_CPU")
-                    em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
-                            lambda: (em.decls(loop.decls), em.stmts(loop.body)))
-                    em.line("#else")
-                em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
-                with em.indent():
-                    self._body(em, loop, k, trips, None)
-                em.line("}")
-                if lanes or not rect:
-                    em.line("#endif")
-            st["part"] = outer_part
-            if loop.fini:
-                em.at(loop.line)
-                self._fini(em, loop)
-            for c in loop.teardown:
-                em.stmt(c)
-            plan = st["plan"]
-            if id(loop) in plan.pending:             # the next launch combines the partials
-                em.line(f"{plan.pending[id(loop)]} = pyg_G;")
-            if id(loop) in plan.copies:              # the next launch sums the copies
-                em.line(f"{plan.copies[id(loop)]} = get_global_size(0) * get_global_size(1);")
+        if not rect:                     # a contiguous block: row by row
+            em.line("#ifdef PYGOMP_DEVICE_CPU")
+            em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
+                    lambda: (em.decls(loop.decls), em.stmts(loop.body)))
+            em.line("#else")
+        em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
+        with em.indent():
+            self._body(em, loop, k, trips, None)
         em.line("}")
-        if "gang" not in lv and not loop.fini:
-            self.barrier(em)                     # the loop's stores, for what follows
+        if lanes or not rect:
+            em.line("#endif")
 
     def _lanes(self, em, loop, u, k, trips):
         """A reduction loop in one work-item: LANES interleaved copies of the reduction
@@ -144,23 +115,24 @@ class LoopLowering:
 
     def _body(self, em, loop, k, trips, act):
         st = em.state
-        saved = st["active"]
-        st["active"] = act
+        saved = st.active
+        st.active = act
         for s in em.dim_values(loop, k, trips):
             em.line(s)
         em.decls(loop.decls)
-        self._guarded(em, loop.body, act or "1")
-        st["active"] = saved
+        self.guarded(em, loop.body, act)
+        st.active = saved
 
-    def _guarded(self, em, stmts, act):
-        """Statements run by every work-item of a uniform loop, doing work only where
-        ``act``: a statement without barriers is skipped, one with barriers (nested
-        loops) runs empty, an ``if`` around barriers is predicated and a ``for`` runs
-        its trips with its body guarded, so that every work-item reaches them.  (PoCL's
-        work-groups cannot take a barrier under an ``if`` either, even a uniform one.)"""
-        st = em.state
+    def guarded(self, em, stmts, act):
+        """Statements run by every work-item of a uniform loop or entry, doing work only
+        where ``act`` (None: everywhere): a statement without barriers is skipped, one
+        with barriers (nested loops) runs empty, an ``if`` around barriers is predicated
+        and a ``for`` runs its trips with its body guarded, so that every work-item
+        reaches them.  (PoCL's work-groups cannot take a barrier under an ``if`` either,
+        even a uniform one.)"""
+        st, act = em.state, act or "1"
         for s in stmts:
-            if not _has_sync([s]):
+            if not syncs([s]):
                 if act == "1":
                     em.stmt(s)
                     continue
@@ -172,11 +144,11 @@ class LoopLowering:
                 em.at(s.line)
                 c = f"pyg_c{em.uid()}"
                 em.line(f"const int {c} = ({act}) && ({em.expr(s.cond)});")
-                self._guarded(em, s.body, c)
+                self.guarded(em, s.body, c)
                 if s.orelse:
                     e = f"pyg_c{em.uid()}"
                     em.line(f"const int {e} = ({act}) && !{c};")
-                    self._guarded(em, s.orelse, e)
+                    self.guarded(em, s.orelse, e)
             elif isinstance(s, ir.For):
                 em.at(s.line)
                 self._group_for(em, s, act)
@@ -184,9 +156,9 @@ class LoopLowering:
                 em.at(s.line)
                 self._group_while(em, s, act)
             else:
-                saved, st["active"] = st["active"], act
+                saved, st.active = st.active, act
                 em.stmt(s)
-                st["active"] = saved
+                st.active = saved
 
     def _group_max(self, em, mine, out):
         """``out`` = the largest ``mine`` of the work-group (two barriers)."""
@@ -227,7 +199,7 @@ class LoopLowering:
             if cnt:
                 em.line(f"{b} {cnt} = 0;")
             em.line(f"if ({on}) {s.var} = {start} + {t} * {step};")
-            self._guarded(em, body, on)
+            self.guarded(em, body, on)
         em.line("}")
 
     def _group_while(self, em, s, act):
@@ -246,29 +218,19 @@ class LoopLowering:
         with em.indent():
             if cnt:
                 em.line(f"{b} {cnt} = 0;")
-            self._guarded(em, body, run)
+            self.guarded(em, body, run)
             stop = f" && !{brk}" if brk else ""
             em.line(f"{run} = {run}{stop} && ({em.expr(s.cond)});")
             self._group_max(em, run, f"pyg_any{u}")
         em.line("}")
 
     # -- reductions ------------------------------------------------------------------
-    def reduction(self, em, call):
-        """INIT declares a level's copy; SETUP and TEARDOWN have nothing to do; the FINI
-        calls of a loop are lowered together by `_fini` (one tree for all of them).  An
-        array reduction's copy is in the work-item's private scratch."""
-        if isinstance(call.type, T.Array):
-            if call.phase == "INIT":
-                self._scratch_array(em, call.local, call.type)
-                u = em.uid()
-                em.line(f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
-                        f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
+    def fini(self, em, loop):
+        """The FINI calls of a loop together: one tree for the scalars of each level,
+        the array reductions' copies summed."""
+        if not loop.fini:
             return
-        if call.phase == "INIT":
-            em.line(f"{self.type_name(call.type)} {call.local} = "
-                    f"{self.identity(call.op, call.type)};")
-
-    def _fini(self, em, loop):
+        em.at(loop.line)
         for c in loop.fini:
             if isinstance(c.type, T.Array):
                 self._empty_redundant(em, loop, c)
@@ -289,8 +251,8 @@ class LoopLowering:
             items = [(c.outer, c.local, c.op, c.type) for c in by["worker"]]
             self._tree(em, items, "0", lid1, W, "get_local_id(0) == 0")
         for c in by["gang"]:
-            em.line(f"if (get_local_id(0) == 0 && get_local_id(1) == 0) "
-                    f"{self._partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
+            em.line(f"if ({self.group_leader()}) "
+                    f"{self.partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
 
     def _empty_redundant(self, em, loop, call):
         """Work-items of the group that ran the loop redundantly (their level neither
@@ -298,107 +260,53 @@ class LoopLowering:
         array reduction, so that the sums over the copies count it once."""
         inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
         idle = [lv for lv in ("worker", "vector")
-                if lv not in em.state["part"] | set(loop.levels) | inner]
+                if lv not in em.state.part | set(loop.levels) | inner]
         if idle:
-            u = em.uid()
-            em.line(f"if (!({' && '.join(f'{ID[lv]} == 0' for lv in idle)})) "
-                    f"for (long e{u} = 0; e{u} < {em.count(call.local, call.type)}; ++e{u}) "
-                    f"{call.local}[e{u}] = {self.identity(call.op, call.type.elem)};")
+            em.line(f"if (!({self.first(idle)})) "
+                    + self.fill(em, call.local, call.type, call.op))
 
     def _sum_group_copies(self, em, call):
         """After a worker or vector loop: the work-items of the group sum their copies
         of an array reduction into the enclosing array, each a block of elements."""
+        st = em.state
         u = em.uid()
         t, c = call.type.elem, self.type_name(call.type.elem)
         self.barrier(em)
-        em.line("{")
-        with em.indent():
-            em.line(f"const long pyg_n{u} = {em.count(call.local, call.type)}, "
-                    f"pyg_P{u} = get_local_size(0) * get_local_size(1);")
-            em.line(f"const long pyg_p{u} = get_local_id(1) * get_local_size(0) + "
-                    f"get_local_id(0), pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
-            em.line(f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
-                    f"({em.state['stride']}) + {em.state['mine'][call.local]};")
-            em.line(f"for (long e = pyg_p{u} * pyg_per{u}; e < min(pyg_n{u}, (pyg_p{u} + 1) * "
-                    f"pyg_per{u}); ++e) {{")
-            with em.indent():
-                em.line(f"{c} a = {self.identity(call.op, t)};")
-                em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
-                copy = f"((__global {c} *)(pyg_b{u} + q * ({em.state['stride']})))[e]"
-                em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
-                into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
-                if call.outer not in em.cur.sizes and "gang" not in em.state["part"]:
-                    into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
-                em.line(into)
-            em.line("}")
-        em.line("}")
+        first = (f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
+                 f"({st.stride}) + {st.mine[call.local]};")
+        with self.each_element(em, em.count(call.local, call.type),
+                               "get_local_id(1) * get_local_size(0) + get_local_id(0)",
+                               "get_local_size(0) * get_local_size(1)", u, [first]):
+            em.line(f"{c} a = {self.identity(call.op, t)};")
+            em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
+            copy = f"((__global {c} *)(pyg_b{u} + q * ({st.stride})))[e]"
+            em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
+            into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
+            if call.outer not in em.cur.sizes and "gang" not in st.part:
+                into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
+            em.line(into)
         self.barrier(em)
 
     def _tree(self, em, items, base, idx, n, writer):
-        """All-reduce ``items`` [(outer, local, op, type)] over the n work-items of a
-        segment starting at ``base``: inputs in scratch[r*L + base + idx], results in
-        scratch[(R + r)*L + base]; two barriers whatever the number of reductions."""
-        u = em.uid()
-        R = len(items)
+        """`gather_tree`, or plain combines in single-item groups."""
         em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
         for outer, local, op, t in items:
             em.line(f"{outer} = {em.combine(op, t, outer, local)};")
         em.line("#else")
-        em.line("{")
-        with em.indent():
-            em.line(f"const long pyg_b{u} = {base}, pyg_x{u} = {idx};")
-            em.line(f"const long pyg_L{u} = (long)get_local_size(0) * get_local_size(1);")
-
-            def slot(r, k, result=False):
-                return (f"*(__local {self.type_name(items[r][3])} *)(pyg_tree + "
-                        f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k})")
-
-            em.line(f"if ({writer}) {{")
-            with em.indent():
-                for r, (_, local, _, _) in enumerate(items):
-                    em.line(f"{slot(r, f' + pyg_x{u}')} = {local};")
-            em.line("}")
-            self.barrier(em)
-            em.line(f"if (pyg_x{u} == 0 && {writer}) {{")
-            with em.indent():
-                for r, (_, _, op, t) in enumerate(items):
-                    a = f"pyg_a{u}_{r}"
-                    em.line(f"{self.type_name(t)} {a} = {slot(r, '')};")
-                    em.line(f"for (long pyg_i{u} = 1; pyg_i{u} < {n}; ++pyg_i{u})")
-                    em.line(f"    {a} = {em.combine(op, t, a, slot(r, f' + pyg_i{u}'))};")
-                    em.line(f"{slot(r, '', True)} = {a};")
-            em.line("}")
-            self.barrier(em)
-            for r, (outer, _, op, t) in enumerate(items):
-                em.line(f"{outer} = {em.combine(op, t, outer, slot(r, '', True))};")
-        em.line("}")
+        self.gather_tree(em, items, base, idx, n, writer)
         em.line("#endif")
-
-
-def _flat(levels, table):
-    """The flat participant id (or count) over the given levels, outer first."""
-    if not levels:
-        return "0"
-    if table is COUNT:
-        return " * ".join(table[lv] for lv in levels)
-    out = table[levels[0]]
-    for lv in levels[1:]:
-        out = f"({out}) * {COUNT[lv]} + {table[lv]}"
-    return out
 
 
 def _scalars(loop):
     return [r for r in loop.reductions if isinstance(r.type, T.Scalar)]
 
 
-def scan(fn, plan):
-    """What a kernel needs from the plugin: global scratch (carried words, gang
-    partials), private scratch, team-shared tree slots (a work-item's words)."""
+def tree_words(fn) -> int:
+    """The reductions a tree of the kernel combines at once (`gather_tree`)."""
     tree = 0
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
             tree = max(tree, len(_scalars(n)))
-        if isinstance(n, (ir.For, ir.While)) and _has_sync(n.body):
+        if isinstance(n, (ir.For, ir.While)) and syncs(n.body):
             tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
-    return {"scratch": bool(plan.scratch_words or plan.gang_words),
-            "private": bool(fn.sizes), "tree": tree}
+    return tree

@@ -2,15 +2,15 @@
 
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
-resolves to (buffer, offset).  One in-order queue a device; copies are blocking, launches
-are events (`run_async`).
+resolves to (buffer, offset).  One in-order queue per device; copies are blocking,
+launches are events (`run_async`).
 
 Images: `compile` builds a unit's OpenCL C for one device and keeps the program binary;
 the key's device identity is the platform, device and driver.  Build options: CPU
 devices get ``-D PYGOMP_DEVICE_CPU=1``; when every kernel of a unit works with any
-work-group size (`KernelInfo.any_group_size`), CPU devices run them with one work-item a
-group and ``-D PYGOMP_SINGLE_ITEM_GROUPS=1`` (unless PYGOMP_OPENCL_CPU_WORKGROUPS=1); a
-device with the generic address space builds with its ``-cl-std`` and
+work-group size (`KernelInfo.any_group_size`), CPU devices run them with one work-item
+per group and ``-D PYGOMP_SINGLE_ITEM_GROUPS=1`` (unless PYGOMP_OPENCL_CPU_WORKGROUPS=1);
+a device with the generic address space builds with its ``-cl-std`` and
 ``-D PYGOMP_GENERIC_ADDRESS_SPACE=1``; PYGOMP_OPENCL_BUILD_OPTIONS comes last.
 
 Discovery: every device builds and runs a probe kernel (`build.probe`, cached on disk);
@@ -18,24 +18,18 @@ one that fails keeps the reason in ``DeviceInfo.problem`` and comes after those 
 work.  Every CPU device is the host's CPU: the first that works stands for it, the
 others are ``same_as`` it (the wheel's PoCL and the system's, say).
 
-Kernel parameters, for every entry of a kernel (see `KernelInfo`):
-
-- one a word: a "p" word is two parameters, ``__global T *base, ulong offset`` (bytes;
-  address 0 passes NULL and 0); a scalar word is its type (``int``, ``double``, ...);
-- then, if the kernel has global scratch, ``__global ulong *scratch``: one buffer a
-  kernel and device, zero when made, kept across entries and runs;
-- then, if it has private scratch, ``__global ulong *priv``: its bytes a work-item (rounded
-  up to 8) times the work-items of the launch, work-item k's part at k times that;
-- then, if it has ``tree_bytes``, ``__local ulong *tree`` of tree_bytes a work-item.
+Kernel parameters: as `KernelInfo` says.  The global scratch is one buffer per kernel
+and device; the private scratch one buffer for every entry, sized for the largest.
 
 Launch: ``(gangs, workers, vector)`` becomes a 2-D NDRange, local size ``(vector,
 workers)`` and global size ``(vector, workers * gangs)``: a gang is a work-group
 (``get_group_id(1)``), a worker is ``get_local_id(1)``, a vector lane ``get_local_id(0)``.
-Levels an entry does not partition get 1 and levels left 0 get device defaults; a local
-size above the kernel's limit is shrunk (workers first), so kernels read the geometry
-back with ``get_local_size``/``get_num_groups`` and guard their tails.  The entries of a
-kernel are enqueued one after the other (or as its ``program`` says, reading loop counts
-from its scratch); the in-order queue runs each to its end before the next.
+Levels left 0 get device defaults and a local size above the kernel's limit is shrunk
+(`Kernel.geometry`), so kernels read the geometry back with
+``get_local_size``/``get_num_groups`` and guard their tails.  The in-order queue runs
+each launch of a kernel to its end before the next.  The entries keep their arguments
+between runs: they are set again when the words, the launch or the buffers (a free
+since) change.
 """
 from __future__ import annotations
 
@@ -43,10 +37,9 @@ import ctypes
 import dataclasses
 import hashlib
 import os
-import threading
 
 from pygomp.runtime import hostmem
-from pygomp.runtime.plugin import SCALAR_KINDS, DeviceInfo, LoadedImage, Plugin, PluginError
+from pygomp.runtime.plugin import DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin, PluginError
 
 from . import build as _build
 from .memory import AddressSpace
@@ -68,25 +61,21 @@ _memview.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
 _READ, _WRITE = 0x100, 0x200
 
 
-class _Kernel:
-    """A kernel's cl.Kernel objects (one an entry), its argument decoding and scratch."""
-    __slots__ = ("entries", "info", "masks", "max_local", "lock", "scratch",
-                 "scratch_size", "private", "private_size", "single", "plans", "last_words",
-                 "last_launch", "last_frees", "held")
+class _Kernel(Kernel):
+    """A kernel's cl.Kernel objects (one per entry) on one device."""
+    shares_arguments = True           # set on the cl.Kernel objects, kept between runs
 
-    def __init__(self, program, info, cldev):
+    def __init__(self, plugin, dev, d, program, info, address, single):
+        super().__init__(info, address)
         np = _numpy()
-        self.info = info
+        self.plugin, self.dev, self.d, self.single = plugin, dev, d, single
+        self.props = plugin.devices()[dev].properties
         self.entries = [cl.Kernel(program, e) for e in info.entries]
-        self.max_local = min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                   cldev) for k in self.entries)
-        self.lock = threading.Lock()
-        self.scratch = self.private = None
-        self.scratch_size = self.private_size = 0
-        self.single = False
-        self.last_words = self.last_launch = self.last_frees = None    # see _run_impl
+        self.max_group = min(self.props["max_work_group_size"], *(
+            k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
+            for k in self.entries))
+        self.last_words = self.last_plan = self.last_frees = None    # see _start_impl
         self.held = None                 # what the entries are set to (see _set_args)
-        self.plans = {}          # launch -> (gangs, [(cl.Kernel, global, local, tree)])
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -102,6 +91,96 @@ class _Kernel:
         for k in self.entries:
             k.set_scalar_arg_dtypes(dtypes)
 
+    def _group_impl(self, levels, vector, workers):
+        if self.single:
+            return 1, 1
+        return (vector or (self.props["default_vector"] if "v" in levels else 1),
+                workers or (self.props["default_workers"] if "w" in levels else 1))
+
+    def _gangs_impl(self, entry, group):
+        return self.props["default_gangs"]
+
+    def _plan_impl(self, launch):
+        """The gangs, and per entry its cl.Kernel, sizes and team-local tree memory."""
+        gangs, sizes = self.geometry(launch)
+        tree = self.info.tree_bytes
+        return gangs, [(entry, (local[0], local[1] * n), local,
+                        cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
+                       for entry, (n, local) in zip(self.entries, sizes)]
+
+    def _scratch_impl(self, size, old, have):
+        d = self.d
+        buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, size)
+        cl.enqueue_fill_buffer(d.queue, buf, _numpy().uint8(0), 0, size)
+        if have:
+            cl.enqueue_copy(d.queue, buf, old, byte_count=have)
+        return buf
+
+    def _start_impl(self, args, plan, scratch, wait_for):
+        frees = self.plugin._frees
+        if args != self.last_words or plan is not self.last_plan or frees != self.last_frees:
+            self._set_args(args, plan[1], scratch)
+            self.last_words, self.last_plan, self.last_frees = list(args), plan, frees
+        waits = None
+        for e in wait_for:          # events of other plugins are waited for here
+            if isinstance(e, cl.Event):
+                waits = (waits or []) + [e]
+            else:
+                e.wait()
+        return [plan[1], waits, None]   # the steps, what the next launch waits for, its event
+
+    def _launch_impl(self, run, entry):
+        kernel, gsize, local, _ = run[0][entry]
+        run[2] = cl.enqueue_nd_range_kernel(self.d.queue, kernel, gsize, local,
+                                            wait_for=run[1])
+        run[1] = None
+
+    def _word_impl(self, run, word):
+        out = _numpy().zeros(1, _numpy().int64)
+        cl.enqueue_copy(self.d.queue, out, self.buffers["scratch"][0], src_offset=8 * word,
+                        wait_for=run[1], is_blocking=True)
+        run[1] = None
+        return int(out[0])
+
+    def _end_impl(self, run):
+        return DONE if run[2] is None else run[2]
+
+    def _set_args(self, args, steps, scratch):
+        """Each entry's arguments for these words: buffers and offsets for addresses,
+        scalars, then the scratch buffers and the team-local tree."""
+        info, plugin = self.info, self.plugin
+        vals = []
+        for w, m in zip(args, self.masks):
+            if m is not None:
+                vals.append(w & m)
+            elif w:
+                buf, off, _ = plugin._space.resolve(w)
+                if buf._pygomp_dev != self.dev:
+                    raise PluginError(f"{w:#x} is memory of {plugin.label(buf._pygomp_dev)}")
+                vals += (buf, off)
+            else:
+                vals += (None, 0)
+        if scratch is not None:
+            vals.append(scratch)
+        if info.private:            # one buffer for every entry: the largest needs
+            per = info.private_part(args)
+            size = per * max(gsize[0] * gsize[1] for _, gsize, _, _ in steps)
+            limit = self.d.dev.max_mem_alloc_size
+            if size > limit:
+                raise PluginError(f"kernel {info.name} needs {per} bytes of private "
+                                  f"arrays a work-item, {size} bytes for its "
+                                  f"{size // per} work-items; the device allocates at "
+                                  f"most {limit} bytes at once")
+            vals.append(self.grow("private", size))
+        held = []       # OpenCL does not keep the buffers an entry is set to alive: we do
+        for entry, gsize, local, tree in steps:
+            mine = vals
+            if tree is not None:
+                mine = mine + [tree]
+            entry.set_args(*mine)
+            held.append(mine)
+        self.held = held
+
 
 def _numpy():
     import numpy
@@ -115,7 +194,7 @@ class _Device:
         self.dev = cldev
         self.ctx = cl.Context([cldev])
         self.queue = cl.CommandQueue(self.ctx, cldev)
-        self.images = {}                 # id(image) -> (program, [fn addrs], [var addrs])
+        self.images = {}                 # id(image) -> (program, [variable addresses])
         self.programs = {}               # digest of a binary -> the cl.Program built here
 
 
@@ -129,12 +208,10 @@ class OpenCLPlugin(Plugin):
                                         "cl_khr_int64_base_atomics)"}
 
     def __init__(self):
+        super().__init__()
         self._cldevs = []                # cl.Device, by plugin-local number
-        self._state = {}                 # number -> _Device
         self._space = AddressSpace()
-        self._kernels = {}               # function address -> _Kernel
         self._frees = 0                  # buffers freed so far
-        self._lock = threading.RLock()
 
     # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
@@ -179,32 +256,19 @@ class OpenCLPlugin(Plugin):
         d = self._device(dev)
         return d.dev, d.ctx, d.queue
 
-    def _device(self, dev):
-        d = self._state.get(dev)
-        if d is None:
-            with self._lock:
-                d = self._state.get(dev)
-                if d is None:
-                    self.devices()
-                    d = self._state[dev] = _Device(self._cldevs[dev])
-        return d
-
     # -- lifetime ------------------------------------------------------------
-    def _init_impl(self, dev):
-        self._device(dev)
+    def _start_device_impl(self, dev):
+        self.devices()
+        return _Device(self._cldevs[dev])
 
     def _fini_impl(self, dev):
-        with self._lock:
-            d = self._state.pop(dev, None)
+        d = self._state.get(dev)
         if d is None:
             return
         d.queue.finish()
         for start, size, buf in self._space.buffers():
             if getattr(buf, "_pygomp_dev", None) == dev:
                 self._space.remove(start)
-        for fns in d.images.values():
-            for f in fns[1]:
-                self._kernels.pop(f, None)
 
     # -- compiling -----------------------------------------------------------
     def _identity_impl(self, dev):
@@ -255,29 +319,23 @@ class OpenCLPlugin(Plugin):
             with self._lock:
                 prg = d.programs.setdefault(key, prg)
         single = "PYGOMP_SINGLE_ITEM_GROUPS" in self.build_options(dev, image)
-        fns = []
-        for info in image.kernels:
-            addr = self._space.reserve(1)
-            kern = self._kernels[addr] = _Kernel(prg, info, d.dev)
-            kern.single = single
-            fns.append(addr)
+        kernels = [_Kernel(self, dev, d, prg, info, self._space.reserve(1), single)
+                   for info in image.kernels]
         vars_ = []
         for _, size in image.variables:
             addr = self._alloc_impl(dev, size)
             cl.enqueue_fill_buffer(d.queue, self._space.resolve(addr)[0],
                                    _numpy().uint8(0), 0, max(size, 1)).wait()
             vars_.append(addr)
-        d.images[id(image)] = (prg, fns, vars_)
-        return LoadedImage(fns, vars_)
+        d.images[id(image)] = (prg, vars_)
+        return kernels, vars_
 
     def _unload_image_impl(self, dev, image):
         d = self._device(dev)
         entry = d.images.pop(id(image), None)
         if entry:
             d.queue.finish()
-            for f in entry[1]:
-                self._kernels.pop(f, None)
-            for v in entry[2]:
+            for v in entry[1]:
                 self._space.remove(v)
 
     # -- memory --------------------------------------------------------------
@@ -343,119 +401,6 @@ class OpenCLPlugin(Plugin):
     def _synchronize_impl(self, dev):
         self._device(dev).queue.finish()
 
-    def _run_impl(self, dev, fn, info, args, launch, wait_for):
-        """Enqueue every entry of the kernel; returns the last one's event."""
-        k = self._kernels[fn]
-        d = self._device(dev)
-        plan = k.plans.get(launch)
-        if plan is None:
-            plan = k.plans[tuple(launch)] = self._plan(dev, k, launch)
-        gangs, steps = plan
-        with k.lock:
-            # The entries keep their arguments: set them only when the words, the
-            # launch or the buffers (a free since) differ from the last run's.
-            if args != k.last_words or launch != k.last_launch or self._frees != k.last_frees:
-                self._set_args(dev, d, k, info, args, gangs, steps)
-                k.last_words, k.last_launch, k.last_frees = list(args), launch, self._frees
-            waits = None
-            for e in wait_for:          # events of other plugins are waited for here
-                if isinstance(e, cl.Event):
-                    waits = (waits or []) + [e]
-                else:
-                    e.wait()
-            if not info.program:        # the entries in order
-                event = None
-                for entry, gsize, local, _ in steps:
-                    event = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local,
-                                                       wait_for=waits)
-                    waits = None
-                return event
-            return _program(d, k.scratch, steps, info.program, [None, waits])
-
-    def _set_args(self, dev, d, k, info, args, gangs, steps):
-        """Each entry's arguments for these words: buffers and offsets for addresses,
-        scalars, then the scratch buffers and the team-local tree."""
-        vals = []
-        for w, m in zip(args, k.masks):
-            if m is not None:
-                vals.append(w & m)
-            elif w:
-                buf, off, _ = self._space.resolve(w)
-                if buf._pygomp_dev != dev:
-                    raise PluginError(f"{w:#x} is memory of {self.label(buf._pygomp_dev)}")
-                vals += (buf, off)
-            else:
-                vals += (None, 0)
-        if info.has_scratch:
-            vals.append(self._scratch(d, k, "scratch", info.scratch_size(gangs)))
-        if info.private:            # one buffer for every entry: the largest needs
-            per = -(-info.private_size(args) // 8) * 8
-            size = per * max(gsize[0] * gsize[1] for _, gsize, _, _ in steps)
-            if size > d.dev.max_mem_alloc_size:
-                raise PluginError(f"kernel {info.name} needs {per} bytes of private "
-                                  f"arrays a work-item, {size} bytes for its "
-                                  f"{size // per} work-items; the device allocates at "
-                                  f"most {d.dev.max_mem_alloc_size} bytes at once")
-            vals.append(self._scratch(d, k, "private", size))
-        held = []       # OpenCL does not keep the buffers an entry is set to alive: we do
-        for entry, gsize, local, tree in steps:
-            mine = vals
-            if tree is not None:
-                mine = mine + [tree]
-            entry.set_args(*mine)
-            held.append(mine)
-        k.held = held
-
-    def _plan(self, dev, k, launch):
-        """The gangs of a launch, and per entry its sizes and team-local tree memory."""
-        info = k.info
-        gangs = launch[0] or (self.default_gangs(dev) if any("g" in lv for lv in info.levels)
-                              else 1)
-        steps = []
-        for entry, levels in zip(k.entries, info.levels):
-            local = self.local_size(dev, k, launch, levels)
-            n = (gangs if "g" in levels else launch[0] or 1) if levels else 1
-            tree = (cl.LocalMemory(max(info.tree_bytes * local[0] * local[1], 8))
-                    if info.tree_bytes else None)
-            steps.append((entry, (local[0], local[1] * n), local, tree))
-        return gangs, steps
-
-    def _scratch(self, d, k, which, size):
-        """The kernel's global scratch or private buffer: zero when made, its contents
-        kept when it grows (the queue orders the copy before later launches)."""
-        have = getattr(k, which + "_size")
-        if have < size:
-            size = max(size, 2 * have)
-            buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, size)
-            cl.enqueue_fill_buffer(d.queue, buf, _numpy().uint8(0), 0, size)
-            if have:
-                cl.enqueue_copy(d.queue, buf, getattr(k, which), byte_count=have)
-            setattr(k, which, buf)
-            setattr(k, which + "_size", size)
-        return getattr(k, which)
-
-    def local_size(self, dev, k, launch, levels="gwv"):
-        """(vector, workers) after defaults and the kernel's work-group limit."""
-        if k.single or not levels:
-            return 1, 1
-        _, workers, vector = launch
-        info = self.devices()[dev]
-        vector = vector or (info.properties["default_vector"] if "v" in levels else 1)
-        workers = workers or (info.properties["default_workers"] if "w" in levels else 1)
-        limit = min(k.max_local, info.properties["max_work_group_size"])
-        while workers * vector > limit and workers > 1:
-            workers = (workers + 1) // 2
-        while workers * vector > limit:
-            vector = (vector + 1) // 2
-        return vector, workers
-
-    def default_gangs(self, dev):
-        return self.devices()[dev].properties["default_gangs"]
-
-    def target_hooks(self):
-        from . import target
-        return target.HOOKS
-
 
 def _digest(code: bytes) -> str:
     return hashlib.sha256(code).hexdigest()
@@ -517,28 +462,3 @@ def _describe(d) -> DeviceInfo:
     platform = f"{d.platform.name} {d.driver_version} ({d.platform.vendor})"
     return DeviceInfo(name=d.name, kind=kind, platform=platform, memory=d.global_mem_size,
                       properties=props)
-
-
-def _program(d, scratch, steps, ops, last):
-    """Launch a kernel's entries as its program says (see KernelInfo.program); ``last``
-    holds the last launch's event and what the next one waits for.  Returns the event."""
-    for op in ops:
-        if isinstance(op, int):
-            entry, gsize, local, _ = steps[op]
-            last[0] = cl.enqueue_nd_range_kernel(d.queue, entry, gsize, local,
-                                                 wait_for=last[1])
-            last[1] = None
-            continue
-        word = _numpy().zeros(1, _numpy().int64)    # read once the launches are done
-        while True:
-            cl.enqueue_copy(d.queue, word, scratch, src_offset=8 * op[1], wait_for=last[1],
-                            is_blocking=True)
-            last[1] = None
-            if op[0] == "repeat":
-                for _ in range(int(word[0])):
-                    _program(d, scratch, steps, op[2], last)
-                break
-            if not word[0]:
-                break
-            _program(d, scratch, steps, op[2], last)
-    return last[0]

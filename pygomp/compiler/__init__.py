@@ -7,13 +7,16 @@
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
     emit.py        the one emitter, and `Dialect`: the hooks a target implements
+    steps.py       where a kernel is cut into launches (a grid-wide order)
+    workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`)
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
 
 A plugin's ``target_hooks()`` returns a `emit.Dialect` instance: the host one is
 ``pygomp_plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
-``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target``.  The
-compiler writes source text only: the plugin compiles it for a device.
+``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target`` (the last two
+on `workgroup.WorkGroupDialect`).  The compiler writes source text only: the plugin
+compiles it for a device.
 Address spaces (SYCL 2020: global, local, private) are part of `types.Array`; a helper
-is specialized once a signature of argument types, so a helper called with a global and
+is specialized once per signature of argument types, so a helper called with a global and
 with a local array is emitted twice, each with its own pointer types.
 """

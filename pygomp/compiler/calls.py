@@ -1,5 +1,5 @@
 """Calls in kernels: omp builtins, conversions, min/max/abs, the math table, and
-declare_target helpers (compiled once a signature of argument types)."""
+declare_target helpers (compiled once per signature of argument types)."""
 from __future__ import annotations
 
 import ast
@@ -41,7 +41,7 @@ ABS = (builtins.abs, np.abs, np.absolute)
 
 
 class Calls:
-    """Mixin of `frontend.Frontend`: ``expr_Call``."""
+    """Mixin of `frontend.Frontend`: the calls of `frontend.SUPPORTED`."""
 
     def no_args(self, call, n):
         if len(call.args) != n or call.keywords:

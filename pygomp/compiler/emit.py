@@ -6,14 +6,10 @@ error points at the Python line.  A plugin gives its dialect through
 ``Plugin.target_hooks()``: a `Dialect` subclass instance (the host one is
 ``pygomp_plugins.host.target.HOOKS``).
 
-A unit also describes its kernel for the plugin (`Dialect.kernel_info`, a
-`pygomp.runtime.plugin.KernelInfo`); the plugin compiles the source.
-
-Kernel arguments: one 64-bit word each, in this order (see `arg_words`):
-- an array parameter: its device address, then one word a dimension with its extent;
-- a scalar parameter: its raw bits (ints two's complement, float64 bits, float32 bits
-  zero-extended, bool 0/1);
-- last, for a kernel that returns a value: the address of a 1-element result array.
+A unit also describes its kernel for the plugin (`Dialect.kernel_info`, one
+`pygomp.runtime.plugin.KernelInfo` per kernel, which describes the argument words that
+`arg_words` names); the plugin compiles the source.  Work-group targets (OpenCL, CUDA)
+share one lowering on top of this emitter: `pygomp.compiler.workgroup`.
 """
 from __future__ import annotations
 
@@ -32,10 +28,15 @@ class Dialect:
     """Target hooks of the emitter.  Override what differs; the defaults write C.
 
     Naming: ``em`` is the `Emitter` (``em.line(text)``, ``em.expr(e)``, ``em.stmts(list)``,
-    ``em.indent()``, ``em.uid()``, ``em.state`` a dict for the dialect's own bookkeeping).
+    ``em.indent()``, ``em.uid()``, ``em.state`` the dialect's own state: `new_state`).
     """
     target = "?"            # the target of the plugin that compiles it (Image.target)
     hoist_loads = False     # read loads no iteration changes once, before a loop (hoist.py)
+    helper_prefix = "static "   # what opens a helper's definition
+
+    def new_state(self, fn: ir.Function):
+        """A fresh object for the dialect's bookkeeping while it emits ``fn``."""
+        return None
 
     # -- text pieces -------------------------------------------------------------
     def preamble(self, fn: ir.Function) -> str:
@@ -83,7 +84,7 @@ class Dialect:
     def helper_open(self, em, fn: ir.Function, params: list[str]) -> None:
         """Open a declare_target helper (``params`` are C parameter declarations)."""
         ret = "void" if fn.ret is T.VOID else self.type_name(fn.ret)
-        em.line(f"static {ret} {fn.name}({', '.join(params) or 'void'})")
+        em.line(f"{self.helper_prefix}{ret} {fn.name}({', '.join(params) or 'void'})")
         em.line("{")
 
     def entries(self, em, fn: ir.Function) -> list:
@@ -123,7 +124,7 @@ class Dialect:
         em.line(f"{em.expr(s.target)} = {em.expr(s.value)};")
 
     def array_decl(self, em, name: str, t: T.Array) -> None:
-        """Declare a private (one a thread) or local (one a gang) array of t.shape."""
+        """Declare a private (one per thread) or local (one per gang) array of t.shape."""
         em.line(f"{self.type_name(t.elem)} {name}[{math.prod(t.shape)}];")
 
     def loop(self, em, loop: ir.ParLoop) -> None:
@@ -255,7 +256,9 @@ def written(fn: ir.Function) -> dict:
 
 
 def arg_words(fn: ir.Function):
-    """[(C name, type, role)] a word; role is "array", "shape", "scalar" or "ret"."""
+    """[(C name, type, role)], one per argument word (in the order of
+    `pygomp.runtime.plugin.KernelInfo.args`); role is "array", "shape", "scalar" or
+    "ret"."""
     out = []
     for name, t in fn.params:
         if isinstance(t, T.Array):
@@ -281,7 +284,7 @@ def word_kinds(fn: ir.Function) -> tuple:
 
 def private_terms(fn: ir.Function) -> tuple:
     """`KernelInfo.private` of a kernel: its private arrays sized at run time and its
-    array reduction copies (``fn.sizes``), one 8-byte word an element, a participant;
+    array reduction copies (``fn.sizes``), one 8-byte word per element and participant;
     an extent must be a constant, a scalar argument or an array extent (the plugin
     multiplies argument words)."""
     index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
@@ -339,7 +342,7 @@ class Emitter:
         self.out = []
         self.depth = 0
         self.last = None
-        self.state = {}
+        self.state = dialect.new_state(fn)
         self._uid = 0
         self.cur = fn               # the function being emitted
         self.loads = {}             # text of a load -> the local it was read into
@@ -562,7 +565,7 @@ class Emitter:
 
     def private_layout(self) -> tuple[dict, str]:
         """({array: the word where it starts in a participant's private scratch}, the
-        words a participant), as text, in the order of `private_terms`."""
+        words per participant), as text, in the order of `private_terms`."""
         offsets, off = {}, "0"
         for name in self.fn.sizes:
             offsets[name] = off

@@ -24,7 +24,7 @@ _CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", a
 
 
 class Expressions:
-    """Mixin of `frontend.Frontend`: the ``expr_*`` methods but ``expr_Call``."""
+    """Mixin of `frontend.Frontend`: the expressions of `frontend.SUPPORTED` but calls."""
 
     # -- static values (globals, modules, constants) ------------------------------------
     def static(self, node):

@@ -1,6 +1,6 @@
-"""Python AST -> typed IR, through a whitelist visitor (one method a supported node).
-
-Anything else is a `CompileError` naming the construct, with the file, line and source.
+"""Python AST -> typed IR.  `SUPPORTED` lists the Python a kernel may contain: each
+supported AST node kind with the method that turns it into IR.  Any other kind is a
+`CompileError` naming the construct, with the file, line and source (`Frontend.visit`).
 
 A kernel computes what the same function computes run by Python on numpy arrays (with
 numpy scalars): ``//`` and ``%`` floor (the remainder takes the divisor's sign), integer
@@ -42,6 +42,31 @@ from .expressions import _UNSET, Expressions
 from .loops import Loops, Scope
 from .statements import Statements
 
+SUPPORTED = {
+    # statements
+    ast.Assign: Statements.stmt_Assign,         # also a, b = e, f and local arrays
+    ast.AugAssign: Statements.stmt_AugAssign,   # x += e
+    ast.AnnAssign: Statements.stmt_AnnAssign,   # x: float32 = e
+    ast.Expr: Statements.stmt_Expr,             # a call; a docstring
+    ast.If: Statements.stmt_If,
+    ast.For: Loops.stmt_For,                    # range and the parallel loops of `lang`
+    ast.While: Statements.stmt_While,
+    ast.Break: Statements.stmt_Break,
+    ast.Continue: Statements.stmt_Continue,
+    ast.Return: Statements.stmt_Return,
+    ast.Pass: Statements.stmt_Pass,
+    # expressions
+    ast.Constant: Expressions.expr_Constant,
+    ast.Name: Expressions.expr_Name,
+    ast.Attribute: Expressions.expr_Attribute,  # a.shape, a.size, a.ndim; module constants
+    ast.Subscript: Expressions.expr_Subscript,
+    ast.BinOp: Expressions.expr_BinOp,
+    ast.UnaryOp: Expressions.expr_UnaryOp,
+    ast.Compare: Expressions.expr_Compare,
+    ast.BoolOp: Expressions.expr_BoolOp,
+    ast.IfExp: Expressions.expr_IfExp,
+    ast.Call: Calls.expr_Call,                  # what `calls` knows, declare_target helpers
+}
 
 RESERVED = set("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -61,7 +86,7 @@ class Registry:
 def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
                      boundscheck=False) -> ir.Function:
     """The typed IR of a Python function for the given argument types (a list with one
-    `types.Scalar`/`types.Array` a parameter; annotations win over scalars given).
+    `types.Scalar`/`types.Array` per parameter; annotations win over scalars given).
     ``boundscheck``: a kernel whose every array access is checked; it takes the error
     record as one more array parameter (see `boundscheck`)."""
     fe = Frontend(fn, argtypes, is_kernel=is_kernel, registry=registry or Registry(),
@@ -74,8 +99,8 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Expressions, Calls):
-    """The visitor: one ``stmt_X``/``expr_X`` method a supported node kind X, from the
-    mixins in statements.py, loops.py, expressions.py and calls.py."""
+    """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
+    loops.py, expressions.py and calls.py."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name):
         self.fn = fn
@@ -190,14 +215,19 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def cname(self, name):
         return name + "_" if name in RESERVED or name.startswith("__") else name
 
-    # -- the whitelist: a node kind without a method is a CompileError -----------------
+    # -- dispatch through SUPPORTED ------------------------------------------------------
+    def visit(self, node):
+        """``node`` in IR, by the method `SUPPORTED` gives its kind; any other kind is
+        refused here."""
+        method = SUPPORTED.get(type(node))
+        if method is None:
+            raise self.error(node, f"{_describe(node)} is not supported in kernels")
+        return method(self, node)
+
     def block(self, stmts):
         out = []
         for s in stmts:
-            method = getattr(self, "stmt_" + type(s).__name__, None)
-            if method is None:
-                raise self.error(s, f"{_describe(s)} is not supported in kernels")
-            r = method(s)
+            r = self.visit(s)
             if r is None:
                 continue
             for x in (r if isinstance(r, list) else [r]):
@@ -207,13 +237,12 @@ class Frontend(Statements, Loops, Expressions, Calls):
         return out
 
     def expr(self, node) -> ir.Expr:
-        method = getattr(self, "expr_" + type(node).__name__, None)
-        if method is None:
-            raise self.error(node, f"{_describe(node)} is not supported in kernels")
-        return method(node)
+        """An expression in IR."""
+        return self.visit(node)
 
 
 def _describe(node):
+    """How a refused construct is named in its error."""
     names = {"ListComp": "a list comprehension", "Lambda": "a lambda", "With": "with",
              "Try": "try", "Raise": "raise", "Global": "global", "Nonlocal": "nonlocal",
              "FunctionDef": "a nested def", "ClassDef": "a class", "Import": "import",

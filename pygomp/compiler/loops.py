@@ -228,7 +228,7 @@ class Loops:
         if not cands:
             return
         carried = scoping.exposed_reads(body_ast, clause, self.is_par_loop, self.clause_names)
-        for name in sorted(cands, key=lambda n: carried.get(n, 0)):
+        for name in sorted(cands, key=lambda n: (carried.get(n, 0), n)):
             if name in carried:
                 raise self.error(ast.Pass(lineno=carried[name]), f"{name!r} is read before "
                                  f"this iteration of the parallel loop at line {scope.line} "

@@ -10,7 +10,7 @@ partitioned over levels L1..Ln becomes, for each level it crosses:
     TEARDOWN(level)  after the level joins              (e.g. free partials)
 
 The enclosing copy of the outermost level is the variable itself; that of level k+1 is the
-local of level k.  An array reduction has one copy a participant (thread, work-item):
+local of level k.  An array reduction has one copy per participant (thread, work-item):
 its four calls are at the loop's outermost level only, with the Array type.  `lower` fills ``ParLoop.setup/init/fini/teardown`` with `ir.RedCall`s
 (outer levels first for SETUP/INIT, inner first for FINI/TEARDOWN); a dialect's
 ``reduction`` hook turns each call into target code.
@@ -67,7 +67,7 @@ def lower(fn: ir.Function) -> ir.Function:
                     calls.append((level, outer, local))
                     outer = local
                 assert outer == r.local, (outer, r.local)
-                if isinstance(r.type, T.Array):      # one copy a participant
+                if isinstance(r.type, T.Array):      # one copy per participant
                     calls = [(node.levels[0], r.var, r.local)]
                 mk = lambda phase, lv, o, lo: ir.RedCall(phase, lv, r.op, r.type, o, lo, r.rid,
                                                          line=node.line)
@@ -79,6 +79,6 @@ def lower(fn: ir.Function) -> ir.Function:
 
 
 def array_copies(fn: ir.Function) -> set:
-    """The names of the array reductions' copies (one a participant) in ``fn``."""
+    """The names of the array reductions' copies (one per participant) in ``fn``."""
     return {c.local for n in ir.walk(fn.body) if isinstance(n, ir.ParLoop)
             for c in n.init if isinstance(c.type, T.Array)}

@@ -14,7 +14,8 @@ from .scoping import as_load
 
 
 class Statements:
-    """Mixin of `frontend.Frontend`: the ``stmt_*`` methods but ``for``, and variables."""
+    """Mixin of `frontend.Frontend`: the statements of `frontend.SUPPORTED` but ``for``,
+    and variables."""
 
     def stmt_Pass(self, s):
         return None

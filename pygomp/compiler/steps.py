@@ -8,8 +8,8 @@ becomes one entry (one launch), and the plugin launches the entries in order, wi
 global scratch buffer that persists across them.  `plan(fn)` decides the cuts:
 
 - a gang loop ends its entry (if anything follows it); its gang reduction partials (one
-  a gang, in scratch) are combined into the variable by whichever entry runs next; the
-  copies of its array reductions (one a work-item) are summed by an entry of their own
+  per gang, in scratch) are combined into the variable by whichever entry runs next; the
+  copies of its array reductions (one per work-item) are summed by an entry of their own
   (``Launch.combine``) that follows it at once;
 - a gang loop starts a new entry if what precedes it in the entry stores to memory
   (sequential code stores from one work-item; scalars alone are recomputed by every
@@ -32,15 +32,11 @@ area 1, then the gang partials: gang g's partial of gang reduction slot r at wor
 ``2 * words + g * len(reductions) + r``.  A gang loop with reductions leaves its number
 of gangs in its ``pending`` word (zero: nothing to combine).
 
-How a dialect uses it (see pygomp_plugins.opencl.target): emit each `Launch` as a kernel
-entry point with the same parameters; at its start declare the function's variables,
-load the carried words of area ``parity[k]`` (``Plan.word``), combine pending gang
-reductions, leave at once if ``done`` is set (copying ``done`` on); at its end let one
-work-item store the carried words into the other area; write gang partials and the
-``pending`` word where a gang loop ends; make a ``return`` set ``done`` and clear the
-``flags`` the plugin reads.  The KernelInfo lists the entries (with their levels), the
-scratch bytes (``Plan.scratch_words`` and ``gang_words`` a gang) and the program.  A
-dialect whose device orders all statements by itself (the host) needs none of this.
+This module only decides; `pygomp.compiler.workgroup` writes the entries, the loads
+and stores of carried words, the partials and the ``done`` and ``pending`` words.  The
+KernelInfo lists the entries (with their levels), the scratch bytes
+(``Plan.scratch_words``, and ``gang_words`` per gang) and the program.  A dialect whose
+device orders all statements by itself (the host) needs none of this.
 """
 from __future__ import annotations
 
@@ -112,19 +108,6 @@ def _flow(ops, before, preds):
             entry = start | end
         cur = start | end
     return cur
-
-
-def load_carried(em, dialect, fn, plan, k, word) -> None:
-    """The start of entry ``k``: declare (as zero) the carried scalars that ``fn`` does
-    not declare itself, and after the first entry load each from its scratch word of
-    area ``parity[k]`` (``word(name, area, t)``: the dialect's expression for it)."""
-    own = {n for n, _ in fn.decls}
-    for name, t in plan.carried:             # the scalars the cuts added
-        if name not in own:
-            em.line(f"{dialect.type_name(t)} {name} = {dialect.const(0, t)};")
-    if k:
-        for name, t in plan.carried:
-            em.line(f"{name} = {word(name, plan.parity[k], t)};")
 
 
 def is_gang_loop(s) -> bool:

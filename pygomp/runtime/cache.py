@@ -2,7 +2,7 @@
 other users of the machine.
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
-file an entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
+file per entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
 the source, the device and compiler identities; `key` adds the pygomp version).  An
 entry is written to a temporary file and renamed into place (atomic).
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import hashlib
 import hmac
 import os
@@ -37,6 +36,7 @@ import stat
 import tempfile
 import warnings
 
+from .._version import VERSION
 from . import env
 
 FORMAT = "2"                    # part of every key: entries of older layouts never match
@@ -167,15 +167,9 @@ def _read_dirs():
     return [(d, trusted) for d, trusted in _layout()[0] if _checked(d, trusted)]
 
 
-@functools.lru_cache(maxsize=1)
-def version() -> str:
-    from .. import __version__      # read late: the package imports this module
-    return __version__
-
-
 def key(*parts) -> str:
     h = hashlib.sha256()
-    for p in (version(), FORMAT) + parts:
+    for p in (VERSION, FORMAT) + parts:
         b = p if isinstance(p, bytes) else str(p).encode()
         h.update(len(b).to_bytes(8, "little") + b)
     return h.hexdigest()[:40]

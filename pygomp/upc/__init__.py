@@ -4,20 +4,22 @@
     from pygomp import upc
 
     x = upc.shared_array(10**6, np.float64, blocksize=None)     # collective; UPC's [*]
-    x[:] = np.arange(10**6)          # remote parts written with one MPI put a rank
+    x[:] = np.arange(10**6)          # remote parts written with one MPI put per rank
     upc.barrier()
 
-    @omp.target(map={"gidx": "to"})
-    def double(local, gidx):
+    @omp.target
+    def double_plus_index(local, thread: int, block: int, threads: int):
         for j in omp.parallel_range(local.shape[0]):
-            local[j] = 2 * local[j]
+            local[j] = 2 * local[j] + upc.global_index(j, thread, block, threads)
 
-    upc.forall(double, x)            # each thread of this rank, on its device
+    upc.forall(double_plus_index, x)     # each thread of this rank, on its device
     upc.barrier()
     print(upc.all_reduce(x, "+"), x[123], upc.threadof(x.ptr(123)))
 
 A UPC thread is one device of one rank (see `world` for which devices); ``THREADS`` is
-their number over all ranks and `my_threads()` the ones this rank drives.  Collective
+their number over all ranks and `my_threads()` the ones this rank drives.  Each
+thread's part stays on its device from `shared_array` to `free`: kernels copy nothing,
+and host accesses copy just the elements they touch.  Collective
 calls (shared_array, free, barrier, all_reduce, forall with reduce=) must be made by
 every rank in the same order.  MPI (mpi4py) starts on first use, not at import.
 """
@@ -32,13 +34,13 @@ from . import world as _world
 from .array import SharedArray
 from .layout import Layout
 from .pointer import SharedPointer
-from .work import all_reduce, forall
+from .work import all_reduce, forall, global_index
 from .world import UPCError
 
 __all__ = ["THREADS", "my_threads", "shared_array", "SharedArray", "SharedPointer", "Layout",
-           "barrier", "forall", "all_reduce", "thread_device", "threadof", "phaseof",
-           "addrfield", "localsizeof", "blocksizeof", "elemsizeof", "affinitysize",
-           "stats", "UPCError"]
+           "barrier", "forall", "all_reduce", "global_index", "thread_device", "threadof",
+           "phaseof", "addrfield", "localsizeof", "blocksizeof", "elemsizeof",
+           "affinitysize", "stats", "UPCError"]
 
 
 def __getattr__(name):
@@ -58,7 +60,7 @@ def thread_device(thread: int) -> int:
 
 
 def shared_array(shape, dtype=np.float64, blocksize=1) -> SharedArray:
-    """A zero-filled shared array (collective).  blocksize: elements a block (UPC's
+    """A zero-filled shared array (collective).  blocksize: elements per block (UPC's
     default 1, cyclic), 0 for indefinite (all on thread 0), None for UPC's [*]."""
     return SharedArray(shape, dtype, blocksize)
 
@@ -108,7 +110,7 @@ def localsizeof(a) -> int:
 
 
 def blocksizeof(a) -> int:
-    """upc_blocksizeof: elements a block (0: indefinite)."""
+    """upc_blocksizeof: elements per block (0: indefinite)."""
     return _layout_of(a).blocksize
 
 

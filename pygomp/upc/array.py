@@ -2,10 +2,17 @@
 
 Each rank holds one host buffer with a part of `layout.capacity` elements for each of
 its threads, exposed to the other ranks as an MPI window (passive target, locked for the
-array's life).  ``a[key]`` and ``a[key] = v`` read and write any elements: this rank's
-straight from the buffer, another rank's with one MPI get or put a rank (an indexed
-datatype covers the elements there), completed before the call returns.  Writes by
-other ranks are visible here after `barrier()`, as in UPC.
+array's life).  A part whose device has memory of its own stays mapped there from
+creation to `free` (`resident.Parts`); the buffer is its staging copy.  ``a[key]`` and
+``a[key] = v`` read and write any elements: this rank's through the buffer (copying just
+those elements from or to the device), another rank's with one MPI get or put per rank
+(an indexed datatype covers the elements there), completed before the call returns.
+Writes by other ranks are visible here after `barrier()`, as in UPC.
+
+One-sided operations reach only the host buffer, so `barrier()` settles the devices
+when there are several ranks: every rank brings to its buffer the parts that kernels
+may have written, and the elements other ranks put since the last barrier (each origin
+keeps what it put and hands it to the owner in one exchange) go to the owners' devices.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import numpy as np
 from . import world as _world
 from .layout import Layout
 from .pointer import SharedPointer
+from .resident import Parts, mapped_slots
 
 
 class SharedArray:
@@ -30,20 +38,29 @@ class SharedArray:
         self.shape, self.size, self.ndim = self.layout.shape, self.layout.size, \
             len(self.layout.shape)
         asked = (self.shape, self.dtype.str, blocksize)
-        every = w.gather_objects("shared_array", asked)
-        if any(x != asked for x in every):
+        counts = [self.layout.count(t) for t in w.my_threads]
+        resident = bool(mapped_slots(counts, w.devices))
+        every = w.gather_objects("shared_array", (asked, resident))
+        if any(x != asked for x, _ in every):
             got = "; ".join(f"rank {r}: shape {s}, dtype {np.dtype(d)}, blocksize {b}"
-                            for r, (s, d, b) in enumerate(every))
+                            for r, ((s, d, b), _) in enumerate(every))
             raise _world.UPCError(f"shared_array: the ranks asked for different arrays "
                                   f"({got})")
+        self._resident = [x for _, x in every]      # rank -> whether it has mapped parts
+        self._sent = []         # (rank, displacements, values) put to those since barrier
         from mpi4py.util.dtlib import from_numpy_dtype
         MPI = w.MPI
         self._mpi_type = from_numpy_dtype(self.dtype)
         self._buffer = np.zeros(self.layout.capacity * len(w.my_threads), self.dtype)
-        with w.timed():
-            self._win = MPI.Win.Create(self._buffer, self.dtype.itemsize, comm=w.comm)
-            self._win.Lock_all(MPI.MODE_NOCHECK)
-        self._indices = {}
+        self.parts = Parts(self._buffer, self.layout.capacity, counts, w.devices)
+        try:
+            with w.timed():
+                self._win = MPI.Win.Create(self._buffer, self.dtype.itemsize, comm=w.comm)
+                self._win.Lock_all(MPI.MODE_NOCHECK)
+        except BaseException:
+            self.parts.unmap()
+            raise
+        self._indices, self._views = {}, {}
         w.arrays.append(self)
 
     def __repr__(self):
@@ -69,11 +86,21 @@ class SharedArray:
     def _release(self):
         w = self.world
         if self._win is not None:
-            with w.timed():
-                self._win.Unlock_all()
-                self._win.Free()
-            self._win = None
-            w.arrays.remove(self)
+            try:
+                self.parts.unmap()
+            finally:
+                with w.timed():
+                    self._win.Unlock_all()
+                    self._win.Free()
+                self._win = None
+                self._sent.clear()
+                w.arrays.remove(self)
+
+    def _live(self):
+        """self, or a ValueError once it has been freed."""
+        if self._win is None:
+            raise ValueError(f"{self!r} has been freed")
+        return self
 
     def _sync(self):
         """Make this rank's loads and stores and the window's RMA agree (MPI_Win_sync)."""
@@ -82,9 +109,22 @@ class SharedArray:
 
     # -- this rank's threads ------------------------------------------------------------
     def local(self, thread: int) -> np.ndarray:
-        """A view of the elements with affinity to thread, one of this rank's."""
-        start = self.world.slot(thread) * self.layout.capacity
-        return self._buffer[start:start + self.layout.count(thread)]
+        """A view of the elements with affinity to thread, one of this rank's.  Its
+        device's copy comes to the host first, and the next kernel on the part (forall,
+        all_reduce) takes the view's values to the device again; after that kernel,
+        call local again to see or change the part."""
+        self.parts.hand_out(self.world.slot(thread))
+        return self._part(thread)
+
+    def _part(self, thread: int) -> np.ndarray:
+        """The host buffer's part of thread, as it is (what kernels are given: the
+        device's copy is found present).  The same view each time, so that a kernel's
+        repeated calls are recognized."""
+        view = self._live()._views.get(thread)
+        if view is None:
+            start = self.world.slot(thread) * self.layout.capacity
+            view = self._views[thread] = self._buffer[start:start + self.layout.count(thread)]
+        return view
 
     def global_indices(self, thread: int) -> np.ndarray:
         """The flat (row-major) indices of `local(thread)`'s elements, as int64."""
@@ -128,19 +168,19 @@ class SharedArray:
 
     def _transfer(self, flat, values):
         """Read (values None) or write the elements at flat indices; returns what it read."""
-        w = self.world
-        if self._win is None:
-            raise ValueError("this shared array has been freed")
+        w = self._live().world
         thread, addr = self.layout.place(flat)
         rank = w.rank_of[thread]
         disp = w.slot_of[thread] * self.layout.capacity + addr
         out = np.empty(flat.size, self.dtype) if values is None else None
         mine = rank == w.rank
         if mine.any():
+            here = disp[mine]
             if values is None:
-                out[mine] = self._buffer[disp[mine]]
+                self.parts.read(here)
+                out[mine] = self._buffer[here]
             else:
-                self._buffer[disp[mine]] = values[mine]
+                self.parts.write(here, lambda: self._buffer.__setitem__(here, values[mine]))
         remote = np.flatnonzero(~mine)
         if remote.size == 0:
             return out
@@ -156,6 +196,8 @@ class SharedArray:
                     self._win.Get(data, r, target)
                 else:
                     self._win.Put(data, r, target)
+                    if self._resident[r]:
+                        self._sent.append((r, disp[sel], data))
                 pending.append((r, sel, data, made))
             w.rma_ops += len(pending)
             for r, sel, data, made in pending:
@@ -165,6 +207,14 @@ class SharedArray:
                 if values is None:
                     out[sel] = data
         return out
+
+    def _settle(self, puts):
+        """At a barrier: bring the parts kernels may have written to the host, then
+        write the elements other ranks put here (``[(displacements, values)]``) and take
+        them to the devices."""
+        self.parts.fetch_all()
+        for disp, values in puts:
+            self.parts.write(disp, lambda: self._buffer.__setitem__(disp, values))
 
     def _target(self, disp):
         """The MPI target of sorted displacements: (start, count, type) and a datatype

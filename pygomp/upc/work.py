@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import pygomp as omp
+from pygomp.kernels import map_kind
 
 from .array import SharedArray
 
@@ -15,8 +16,11 @@ def _on_my_threads(a, kernel, args_of):
     """kernel(*args_of(t)) on the device of each of this rank's threads that holds part
     of a, all at once (nowait tasks); {thread: result}, or the first error once every
     task has finished."""
-    tasks = {t: kernel.on(a.world.device_of(t))(*args_of(t), nowait=True)
-             for t in a.world.my_threads if a.layout.count(t)}
+    threads = [t for t in a.world.my_threads if a.layout.count(t)]
+    if len(threads) == 1:               # one device: no task needed
+        t = threads[0]
+        return {t: kernel.on(a.world.device_of(t))(*args_of(t))}
+    tasks = {t: kernel.on(a.world.device_of(t))(*args_of(t), nowait=True) for t in threads}
     results, error = {}, None
     for t, task in tasks.items():
         try:
@@ -47,14 +51,60 @@ def _ufunc(op):
                          f"{', '.join(_UFUNCS)}") from None
 
 
+@omp.declare_target
+def global_index(j, thread, block, threads):
+    """In a forall kernel: the flat index of element j of the thread's part, from the
+    layout's scalars that forall passes (thread, block size, THREADS)."""
+    if block == 0:
+        return j
+    return ((j // block) * threads + thread) * block + j % block
+
+
+_TO, _TOFROM = map_kind("to"), map_kind("tofrom")
+_ALWAYS = map_kind("always to") ^ _TO
+
+
+def _reads_only(kernel, name) -> bool:
+    """Whether the kernel maps the parameter "to"; a ValueError if it maps it
+    "always", which would copy over the device's part."""
+    k = kernel.kinds.get(name)
+    if k is not None and k & _ALWAYS:
+        raise ValueError(f"forall: {kernel.__name__} maps {name!r} \"always\": a shared "
+                         f"array's part stays on its device and is copied only as "
+                         f"needed; drop \"always\"")
+    return k is not None and k & _TOFROM == _TO
+
+
+def _run(kernel, arrays, args_of, written):
+    """args_of(t) on every thread of this rank that holds part of arrays[0], with the
+    parts of ``arrays`` on their devices (handed-out host copies pushed first); the
+    parts of ``written`` may be newer on the device afterwards."""
+    a, world = arrays[0], arrays[0].world
+    for x in arrays:
+        x._live()
+    slots = [world.slot(t) for t in world.my_threads if a.layout.count(t)]
+    for x in arrays:
+        for s in slots:
+            x.parts.before_kernel(s)
+    try:
+        return _on_my_threads(a, kernel, args_of)
+    finally:
+        for x in written:
+            for s in slots:
+                x.parts.after_kernel(s)
+
+
 def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, reduce=None):
-    """Run ``kernel(local, gidx, *args)`` once for each of this rank's threads, on its
-    device, all devices at once: ``local`` is the thread's part of ``a`` (a view: what
-    the kernel writes goes back to a), ``gidx`` the int64 flat indices of its elements
-    (read-only: map it "to").  A shared array among ``args`` is passed as the thread's
-    part of it, so it must be laid out like ``a``, as must ``affinity`` (default ``a``).
-    Returns {thread: result}, or with ``reduce=op`` the reduction of every thread's
-    result over all ranks (then forall is collective).  Like upc_forall, no barrier."""
+    """Run ``kernel(local, thread, block, threads, *args)`` once for each of this rank's
+    threads, on its device, all devices at once: ``local`` is the thread's part of
+    ``a``, which stays on the device (what the kernel writes is a's), and ``thread``,
+    ``block`` (a's block size) and ``threads`` (THREADS) place it:
+    ``upc.global_index(j, thread, block, threads)`` is the flat index of ``local[j]``.
+    A shared array among ``args`` is passed as the thread's part of it, so it must be
+    laid out like ``a``, as must ``affinity`` (default ``a``).  A shared array the
+    kernel maps "to" is one it does not write.  Returns {thread: result}, or with
+    ``reduce=op`` the reduction of every thread's result over all ranks (then forall is
+    collective).  Like upc_forall, no barrier."""
     if not isinstance(a, SharedArray):
         raise TypeError(f"forall: a must be a shared array, not {type(a).__name__}")
     if not callable(getattr(kernel, "on", None)):
@@ -62,7 +112,7 @@ def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, r
     if reduce is not None:
         _ufunc(reduce)
     same = (a.shape, a.layout.blocksize)
-    for what, x in (("affinity", affinity), *((f"argument {i + 3}", x)
+    for what, x in (("affinity", affinity), *((f"argument {i + 5}", x)
                                                for i, x in enumerate(args))):
         if isinstance(x, SharedArray) and (x.shape, x.layout.blocksize) != same:
             raise ValueError(f"forall: {what} is not laid out like a: shape {x.shape}, "
@@ -70,12 +120,26 @@ def forall(kernel, a: SharedArray, *args, affinity: SharedArray | None = None, r
                              f"blocksize {a.layout.blocksize}")
     if affinity is not None and not isinstance(affinity, SharedArray):
         raise TypeError("forall: affinity must be a shared array laid out like a")
+    names = list(getattr(kernel, "param_names", ()))
+    needed = sum(n not in getattr(kernel, "defaults", {}) for n in names)
+    if not needed <= len(args) + 4 <= len(names):
+        raise TypeError(f"forall: {getattr(kernel, '__name__', kernel)} takes "
+                        f"{len(names)} arguments; forall passes local, thread, block, "
+                        f"threads and the {len(args)} given, {len(args) + 4} in all")
+    B, T = a.layout.blocksize, a.layout.threads
+    arrays, written = [a], []
+    for name, x in zip([names[0]] + names[4:], (a, *args)):
+        if isinstance(x, SharedArray):
+            if x not in arrays:
+                arrays.append(x)
+            if not _reads_only(kernel, name):
+                written.append(x)
 
     def args_of(t):
-        return (a.local(t), a.global_indices(t),
-                *(x.local(t) if isinstance(x, SharedArray) else x for x in args))
+        return (a._part(t), t, B, T,
+                *(x._part(t) if isinstance(x, SharedArray) else x for x in args))
 
-    results = _on_my_threads(a, kernel, args_of)
+    results = _run(kernel, arrays, args_of, written)
     if reduce is None:
         return results
     return combine(a.world, list(results.values()), reduce)
@@ -90,7 +154,7 @@ def all_reduce(a: SharedArray, op: str):
         _ufunc(op)
     if op in ("&", "|", "^") and a.dtype.kind not in "iub":
         raise TypeError(f"all_reduce: {op!r} needs an integer array, not {a.dtype}")
-    parts = _on_my_threads(a, kernel, lambda t: (a.local(t),))
+    parts = _run(kernel, [a], lambda t: (a._part(t),), [])
     values = np.asarray(list(parts.values()), dtype=a.dtype)
     if a.size == 0:
         return _ufunc(op).reduce(values).item()

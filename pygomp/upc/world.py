@@ -115,13 +115,15 @@ class World:
         self._check_steps(step, codes[:, 0])
 
     def allgather(self, step, value: int) -> list[int]:
-        """Agree on ``step`` and gather one int a rank."""
+        """Agree on ``step`` and gather one int per rank."""
         words = self._gather_words(step, [value])
         self._check_steps(step, words[:, 0])
         return words[:, 1].tolist()
 
     def _gather_words(self, step, values):
         send = np.array([STEPS.index(step), *values], dtype=np.int64)
+        if self.size == 1:
+            return send[None]
         recv = np.empty((self.size, send.size), dtype=np.int64)
         self.wait(self.comm.Iallgather(send, recv), step)
         return recv
@@ -134,15 +136,44 @@ class World:
                            f"the same order")
 
     def barrier(self):
+        """upc_barrier.  With several ranks it also settles the devices (see `array`):
+        a second agreement keeps every rank waiting until all have."""
         for a in self.arrays:
             a._sync()
-        self.agree("barrier")
+        owed = [self.size > 1 and any(a._sent for a in self.arrays),
+                self.size > 1 and any(a.parts.any_newer_on_device() for a in self.arrays)]
+        words = self._gather_words("barrier", owed)
+        self._check_steps("barrier", words[:, 0])
+        if words[:, 1:].any():
+            self._settle(bool(words[:, 1].any()))
+            self.agree("barrier")
         for a in self.arrays:
             a._sync()
 
+    def _settle(self, exchange):
+        """Settle every array's parts; with ``exchange``, first hand each owner the
+        elements the other ranks put to it since the last barrier (one exchange for all
+        arrays)."""
+        puts = [[] for _ in self.arrays]
+        if exchange:
+            out = [[] for _ in range(self.size)]
+            for i, a in enumerate(self.arrays):
+                for r, disp, values in a._sent:
+                    out[r].append((i, disp, values))
+                a._sent.clear()
+            with self.timed():
+                got = self.comm.alltoall(out)
+            for records in got:
+                for i, disp, values in records:
+                    puts[i].append((disp, values))
+        for a, mine in zip(self.arrays, puts):
+            a._settle(mine)
+
     def gather_objects(self, step, obj) -> list:
-        """Agree on ``step``, then gather one picklable object a rank (on every rank)."""
+        """Agree on ``step``, then gather one picklable object per rank (on every rank)."""
         self.agree(step)
+        if self.size == 1:
+            return [obj]
         with self.timed():
             return self.comm.allgather(obj)
 

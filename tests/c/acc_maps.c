@@ -163,7 +163,9 @@ static void if_clause_runs_on_the_host(void)
 
 int main(void)
 {
-    separate = acc_get_device_type() != acc_device_host;
+    int probe;                                   /* the host plugin's device answers host too */
+    separate = acc_copyin(&probe, sizeof probe) != (void *)&probe;
+    acc_delete(&probe, sizeof probe);
     host_addressable = acc_get_device_type() != ACC_DEVICE_OPENCL;
     printf("device type %d, separate memory %d\n", acc_get_device_type(), separate);
     copy_copyin_copyout_create();

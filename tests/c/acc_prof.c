@@ -32,10 +32,17 @@ static int is_data_event(acc_event_t e)
            || (e >= acc_ev_enqueue_upload_start && e <= acc_ev_enqueue_download_end);
 }
 
+static acc_device_t type;          /* the device's, as acc_get_device_type says */
+static int number, fallback;       /* fallback: an if(0) construct, the host's at its end */
+
 static void record(acc_prof_info *p, acc_event_info *e, acc_api_info *a)
 {
     acc_event_t ev = p->event_type;
     CHECK(e->event_type == ev);
+    if (ev != acc_ev_device_init_start && ev != acc_ev_device_init_end)
+        CHECK((p->device_type == type || (fallback && ev == acc_ev_compute_construct_end
+                                          && p->device_type == acc_device_host))
+              && p->device_number == number);
     CHECK(p->valid_bytes == _ACC_PROF_INFO_VALID_BYTES);
     CHECK(p->version == _ACC_PROF_INFO_VERSION);
     CHECK(p->thread_id == -1 && p->async_queue == p->async);
@@ -149,8 +156,8 @@ int main(void)
     double a[64] = {0}, b[32] = {0};
     for (int ev = acc_ev_none + 1; ev < acc_ev_last; ev++)
         acc_prof_register(ev, record, acc_reg);
-    acc_device_t type = acc_get_device_type();
-    CHECK(type == 3);               /* acc_device_host_nonshm: the host device */
+    type = acc_get_device_type();
+    number = acc_get_device_num(type);
 
     /* the first construct initializes the device */
 #pragma acc parallel copy(a)
@@ -207,8 +214,10 @@ int main(void)
 
     /* if(0): the host runs it, and says so at the end */
     int zero = 0;
+    fallback = 1;
 #pragma acc parallel copy(a) if(zero)
     a[2] = 3;
+    fallback = 0;
     expect("compute_start compute_end");
 
     /* the routines */

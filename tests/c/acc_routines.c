@@ -8,11 +8,13 @@
 #include "check.h"
 
 #define N 32
-#define ACC_DEVICE_HOST_NONSHM 3        /* pygomp's host plugin: the CPU, memory of its own */
+#define ACC_DEVICE_HOST_NONSHM 3        /* pygomp's host plugin, as a request: the CPU,
+                                           memory of its own; it answers acc_device_host */
 
 static void devices(void)
 {
-    CHECK(acc_get_device_type() == ACC_DEVICE_HOST_NONSHM);
+    CHECK(acc_get_device_type() == acc_device_host);
+    CHECK(acc_get_num_devices(ACC_DEVICE_HOST_NONSHM) == 1);
     CHECK(acc_get_num_devices(acc_device_not_host) == 1);
     CHECK(acc_get_num_devices(acc_device_host) == 1);
     CHECK(acc_get_num_devices(acc_device_nvidia) == 0);
@@ -31,7 +33,7 @@ static void devices(void)
         in_region[1] = on(ACC_DEVICE_HOST_NONSHM);
         in_region[2] = on(acc_device_host);
     }
-    CHECK(in_region[0] && in_region[1] && !in_region[2]);
+    CHECK(!in_region[0] && in_region[1] && in_region[2]);     /* host code, as gcc's */
     acc_set_device_type(acc_device_host);              /* OpenACC's host: shared memory */
     CHECK(acc_get_device_type() == acc_device_host);
     int a[4] = {1, 2, 3, 4};
@@ -39,8 +41,8 @@ static void devices(void)
     #pragma acc parallel
     a[0] = 10;
     CHECK(a[0] == 10);
-    acc_set_device_num(0, acc_device_not_host);
-    CHECK(acc_get_device_type() == ACC_DEVICE_HOST_NONSHM && !acc_is_present(a, sizeof a));
+    acc_set_device_type(ACC_DEVICE_HOST_NONSHM);
+    CHECK(acc_get_device_type() == acc_device_host && !acc_is_present(a, sizeof a));
 }
 
 static void dynamic_routines(void)

@@ -1,7 +1,7 @@
 """pygomp.upc on real MPI ranks: run by tests/test_upc_mpi.py under mpiexec.
 
 Every rank checks the layout as seen through MPI, remote reads and writes (one MPI
-operation a target rank), pointers to shared, forall updates and all_reduce against
+operation per target rank), pointers to shared, forall updates and all_reduce against
 numpy, then prints "rank R: ok, N checks".
 """
 import sys
@@ -99,10 +99,24 @@ def check_remote_writes():
     b.free()
 
 
-@omp.target(map={"gidx": "to", "y": "to"})
-def axpy_plus_index(x, gidx, y, alpha: float):
+@omp.target(map={"y": "to"})
+def axpy_plus_index(x, thread: int, block: int, threads: int, y, alpha: float):
     for j in omp.parallel_range(x.shape[0]):
-        x[j] = x[j] + alpha * y[j] + gidx[j]
+        x[j] = x[j] + alpha * y[j] + upc.global_index(j, thread, block, threads)
+
+
+@omp.target
+def bump_even(x, thread: int, block: int, threads: int):
+    for j in omp.parallel_range(x.shape[0]):
+        if upc.global_index(j, thread, block, threads) % 2 == 0:
+            x[j] = x[j] + 1.0
+
+
+def on_devices(a):
+    """[(part, device)] for this rank's parts of a on a device of their own."""
+    initial = omp.omp_get_initial_device()
+    return [(a.local(t), upc.thread_device(t)) for t in upc.my_threads()
+            if a.layout.count(t) and upc.thread_device(t) != initial]
 
 
 def check_forall():
@@ -121,15 +135,71 @@ def check_forall():
     check(np.allclose(x[...], want), f"forall update: {x[...]} != {want}")
     total = upc.forall(dot, x, y, reduce="+")
     check(np.isclose(total, np.sum(want * y0)), f"dot {total} != {np.sum(want * y0)}")
+    upc.barrier()
+    if RANK == SIZE - 1:                         # host writes, then the next forall
+        x[1:5, 2] = -3.0
+        y[0, :] = 0.5
+    upc.barrier()
+    upc.forall(axpy_plus_index, x, y, 1.0)
+    upc.barrier()
+    want[1:5, 2] = -3.0
+    y0[0, :] = 0.5
+    want = want + y0 + np.arange(54).reshape(6, 9)
+    check(np.allclose(x[...], want), f"forall after host writes: {x[...]} != {want}")
+    for t in upc.my_threads():                   # a local view, then forall
+        x.local(t)[:] = 1.0
+    upc.forall(axpy_plus_index, x, y, 0.0)
+    upc.barrier()
+    check(np.allclose(x[...], 1.0 + np.arange(54).reshape(6, 9)), f"after local: {x[...]}")
     z = upc.shared_array((6, 9), np.float64, blocksize=5)
     try:
         upc.forall(dot, x, z)
         check(False, "a shared argument laid out unlike a must fail")
     except ValueError as e:
         check("is not laid out like a" in str(e), str(e))
+    try:
+        upc.forall(dot, x)
+        check(False, "a kernel given too few arguments must fail")
+    except TypeError as e:
+        check("forall passes local, thread, block, threads" in str(e), str(e))
+    try:
+        upc.forall(omp.target(axpy_plus_index, map={"y": "always,to"}), x, y, 1.0)
+        check(False, "a shared array mapped always must fail")
+    except ValueError as e:
+        check("maps 'y' \"always\"" in str(e), str(e))
     upc.barrier()
     for a in (x, y, z):
+        parts = on_devices(a)
+        check(all(omp.omp_target_is_present(p, d) for p, d in parts), f"{a}: on its devices")
         a.free()
+        check(not any(omp.omp_target_is_present(p, d) for p, d in parts),
+              f"{a}: free leaves nothing mapped")
+    try:
+        upc.forall(axpy_plus_index, x, y, 1.0)
+        check(False, "forall on a freed array must fail")
+    except ValueError as e:
+        check("has been freed" in str(e), str(e))
+
+
+def check_one_epoch():
+    """A forall writes the even elements while another rank puts the odd ones, with
+    no barrier between: after the barrier both are there."""
+    n = 41
+    a = upc.shared_array(n, np.float64, blocksize=3)
+    if RANK == 0:
+        a[:] = np.arange(n, dtype=np.float64)
+    upc.barrier()
+    upc.forall(bump_even, a)
+    if RANK == SIZE - 1:
+        a[1::2] = -1.0
+        check(np.array_equal(a[1::2], np.full(n // 2, -1.0)), "own puts seen at once")
+    upc.barrier()
+    want = np.arange(n, dtype=np.float64)
+    want[::2] += 1
+    want[1::2] = -1
+    check(np.array_equal(a[...], want), f"forall and puts in one epoch: {a[...]}")
+    upc.barrier()
+    a.free()
 
 
 def check_all_reduce():
@@ -158,5 +228,8 @@ if __name__ == "__main__":
         check_layout(shape, blocksize)
     check_remote_writes()
     check_forall()
+    check_one_epoch()
     check_all_reduce()
+    left = upc.shared_array(17, np.float64, blocksize=2)      # freed at exit
+    upc.forall(bump_even, left)
     print(f"rank {RANK}: ok, {done} checks, THREADS {upc.THREADS}", flush=True)

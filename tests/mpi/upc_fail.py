@@ -25,7 +25,7 @@ if RANK == LAST:
 
 if how == "kernel":
     @omp.target
-    def bad(local, gidx):
+    def bad(local, thread: int, block: int, threads: int):
         for j in omp.parallel_range(local.shape[0]):
             local[j] = {j: 1}[j]            # a dict: outside the kernel language
 

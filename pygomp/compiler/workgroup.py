@@ -1,0 +1,533 @@
+"""One lowering for work-group targets (OpenCL C, CUDA C, and any like them).
+
+A gang is a work-group (a CUDA block), a worker and a vector lane are the two axes of
+its work-items.  Code outside a level's loops runs redundantly on that level (OpenACC's
+gang-redundant, worker-single and vector-single modes): private values are computed by
+every work-item, while stores, atomics and the kernel's result are done by one work-item
+per level that did not partition them (`leader`, `writer`).
+
+The kernel runs as the launches of `steps.plan` (an entry ``NAME__e<k>`` per launch when
+there are several).  An entry loads the carried scalars of its area from the global
+scratch, finishes the gang reductions the launch before left (one partial per gang, in
+the scratch), sums the copies of a gang loop's array reductions when it is that loop's
+summing launch, runs its statements (none after a ``return``) and lets one work-item
+store the carried scalars into the other area.  Private arrays sized at run time and
+array reduction copies live in the private scratch, one 8-byte word per element, a
+work-item's part after the previous one's.  The kernel's arguments are described once
+by `pygomp.runtime.plugin.KernelInfo` and `emit.arg_words`.
+
+A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP and
+INIT calls, lets each participant run its share (`iterate`), then the FINI calls
+(`fini`), with barriers on the sides `barriers_around` says.
+
+A dialect (`WorkGroupDialect` subclass) gives the spelling: ids and sizes, the
+barrier, the qualifiers of global and team-local memory, scratch words, atomics, the
+kernel's head and prologue; how a participant iterates (`iterate`) and how a loop's
+FINI calls combine (`fini`); and a few named choices where targets differ in strategy:
+
+- ``partials_together``: the work-items of a group read a gang loop's partials in turn
+  and combine them with `halving_tree` (False: each reads them all);
+- ``blocked_sums``: a work-item sums a contiguous block of an array reduction's
+  elements (CPUs), else every n-th element (GPUs: coalesced);
+- `guarded`: how statements run under a condition that must not hide barriers.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+
+from ..runtime.plugin import KernelInfo
+from . import ir, steps
+from . import types as T
+from .emit import Dialect, private_terms, word_kinds
+from .reductions import array_copies
+
+LEVELS = ("gang", "worker", "vector")
+SPACE_LEVELS = {"global": LEVELS, "local": LEVELS[1:], "private": ()}   # who stores once
+
+
+@dataclass
+class GroupState:
+    """What the lowering keeps while it emits one kernel (``em.state``)."""
+    plan: steps.Plan | None = None
+    names: list = field(default_factory=list)       # entry names, one per launch
+    slots: dict = field(default_factory=dict)       # reduction id -> its gang slot
+    copies: set = field(default_factory=set)        # array reduction copies
+    tree: int = 0                   # team-local tree words per work-item
+    k: int = 0                      # the entry being emitted
+    part: frozenset = frozenset()   # levels partitioned around the current code
+    active: str | None = None       # the guard of a uniform loop's iteration
+    team: list = field(default_factory=list)        # team-local declarations of an entry
+    team_at: int = 0                # where they go in ``em.out``
+    mine: dict = field(default_factory=dict)        # private array -> its first word
+    stride: str = "0"               # private scratch words per work-item
+
+
+class WorkGroupDialect(Dialect):
+    write_flags = True          # a helper stores into a caller's array as the caller would
+    partials_together = False
+    blocked_sums = False
+    any_group_size = False
+
+    # -- spelling (every dialect sets these) -----------------------------------------
+    level_id = level_count = {}     # per level: a participant's id, their number
+    block_item = block_size = ""    # the flat id of a work-item in its group; their number
+    grid_item = grid_size = ""      # the same over the whole launch
+    launch_items = ""               # the work-items of a launch, as a gang loop counts them
+    glob = ""                       # the qualifier of a pointer to global memory
+    local = ""                      # the qualifier of a pointer to team-local memory
+    team_space = ""                 # the qualifier of a team-local array
+
+    def scratch_word(self, c: str, index) -> str:
+        """The word ``index`` of the global scratch, as an lvalue of C type ``c``."""
+        raise NotImplementedError
+
+    def kernel_head(self, em, fn) -> str:
+        """The line that opens entry ``em.entry`` (its parameters: the argument words,
+        then the scratch buffers the kernel uses)."""
+        raise NotImplementedError
+
+    def prologue(self, em, fn) -> None:
+        """Define the names of `emit.arg_words` from the parameters, and ``pyg_g`` and
+        ``pyg_G`` (the gang and the number of gangs)."""
+        raise NotImplementedError
+
+    def tree_slots(self, fn, plan) -> int:
+        """Team-local tree words per work-item the kernel needs."""
+        return 0
+
+    def requires(self, fn) -> tuple:
+        """`KernelInfo.requires` of a kernel."""
+        return ()
+
+    def atomic(self, em, s, target: str, value: str) -> str:
+        """``target += value`` as an atomic statement (raise where the type has none)."""
+        raise NotImplementedError
+
+    def guarded(self, em, stmts, cond) -> None:
+        """The statements, run only where ``cond`` holds (None: everywhere)."""
+        if cond is None:
+            em.stmts(stmts)
+            return
+        em.line(f"if ({cond}) {{")
+        with em.indent():
+            em.stmts(stmts)
+        em.line("}")
+
+    # -- the entries --------------------------------------------------------------------
+    def new_state(self, fn):
+        return GroupState()
+
+    def helper_open(self, em, fn, params):
+        em.state.part = frozenset(LEVELS)    # its own arrays: each work-item's
+        em.state.active = None
+        super().helper_open(em, fn, params)
+
+    def entries(self, em, fn):
+        """One entry per launch of `steps.plan` (gang loops end their launch)."""
+        st = em.state
+        st.plan = plan = steps.plan(fn)
+        st.slots = {r.rid: k for k, (_, r) in enumerate(plan.reductions)}
+        st.names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
+                    for k in range(len(plan.entries))]
+        st.tree = self.tree_slots(fn, plan)
+        st.copies = array_copies(fn)
+        return list(zip(st.names, (e.body for e in plan.entries)))
+
+    def kernel_open(self, em, fn):
+        st = em.state
+        st.k, st.part, st.active, st.team = st.names.index(em.entry), frozenset(), None, []
+        em.line(self.kernel_head(em, fn))
+        em.line("{")
+        with em.indent():
+            self.prologue(em, fn)
+            if fn.sizes:
+                st.mine, st.stride = em.private_layout()
+                em.line(f"{self.glob}{self.type_name(T.UINT64)} *pyg_mine = pyg_priv + "
+                        f"({self.grid_item}) * ({st.stride});")
+        st.team_at = len(em.out)            # team-local declarations go here
+
+    def kernel_body(self, em, fn, body):
+        """Load the carried scalars, finish the gang reductions of the launch before,
+        sum array reduction copies, then the statements (none after a return)."""
+        st, plan = em.state, em.state.plan
+        k = st.k
+        own = {n for n, _ in fn.decls}
+        for name, t in plan.carried:             # the scalars the cuts added
+            if name not in own:
+                em.line(f"{self.type_name(t)} {name} = {self.const(0, t)};")
+        if k:
+            for name, t in plan.carried:
+                em.line(f"{name} = {self.word(em, name, plan.parity[k], t)};")
+            self._finish_gang_reductions(em)
+        if plan.entries[k].combine is not None:
+            self._sum_copies(em, plan.entries[k].combine)
+        if plan.done and k:
+            for name in plan.flags:
+                em.line(f"if ({plan.done}) {name} = 0;")
+        self.guarded(em, body, f"!{plan.done}" if plan.done and k else None)
+
+    def kernel_close(self, em, fn):
+        st, plan = em.state, em.state.plan
+        em.out[st.team_at:st.team_at] = ["    " + d for d in st.team]
+        if plan.carried and plan.program[-1] != st.k:     # not the last launch
+            with em.indent():
+                area = 1 - plan.parity[st.k]
+                em.line(f"if (pyg_g == 0 && {self.group_leader()}) {{")
+                with em.indent():
+                    for name, t in plan.carried:
+                        em.line(f"{self.word(em, name, area, t)} = {name};")
+                em.line("}")
+        em.line("}")
+
+    def kernel_return(self, em, fn, value):
+        plan = em.state.plan
+        lead = self.leader(em)
+        if value is not None:
+            em.line(f"if ({lead}) *{fn.ret_param} = {value};")
+        if plan.done:                           # the launches after this one do nothing
+            area = 1 - plan.parity[em.state.k]
+            em.line(f"if ({lead}) {{")
+            with em.indent():
+                for name in [plan.done] + plan.flags:
+                    em.line(f"{self.word(em, name, area, T.BOOL)} = {int(name == plan.done)};")
+            em.line("}")
+        em.line("return;")
+
+    # -- the global scratch -------------------------------------------------------------
+    def word(self, em, name, area, t) -> str:
+        """A carried scalar's word in one area of the global scratch."""
+        return self.scratch_word(self.type_name(t), em.state.plan.word(name, area))
+
+    def partial(self, em, gang, rid, t) -> str:
+        """A gang's partial of a gang reduction in the global scratch."""
+        plan = em.state.plan
+        return self.scratch_word(self.type_name(t), f"{plan.scratch_words} + {gang} * "
+                                                    f"{plan.gang_words} + {em.state.slots[rid]}")
+
+    def end_gang_loop(self, em, loop) -> None:
+        """After a gang loop: the words that tell the next launch to combine its
+        partials (the number of gangs) or to sum its array reduction copies."""
+        plan = em.state.plan
+        if id(loop) in plan.pending:
+            em.line(f"{plan.pending[id(loop)]} = pyg_G;")
+        if id(loop) in plan.copies:
+            em.line(f"{plan.copies[id(loop)]} = {self.launch_items};")
+
+    def _finish_gang_reductions(self, em):
+        """Combine the partials a gang loop of the launch before left (its pending word
+        holds its number of gangs) into the reduction variables."""
+        plan = em.state.plan
+        loops, before = {}, plan.before(em.state.k)
+        for loop, r in plan.reductions:
+            if any(any(n is loop for n in ir.walk(plan.entries[p].body)) for p in before):
+                loops.setdefault(id(loop), (loop, []))[1].append(r)
+        for loop, reds in loops.values():
+            pend = plan.pending[id(loop)]
+            em.line(f"if ({pend}) {{")
+            with em.indent():
+                if self.partials_together:
+                    self._read_partials_in_turn(em, pend, reds)
+                else:
+                    self._read_all_partials(em, pend, reds)
+                em.line(f"{pend} = 0;")
+            em.line("}")
+
+    def _read_partials_in_turn(self, em, pend, reds):
+        """The work-items of the group read the ``pend`` partials in turn, then a tree
+        per reduction."""
+        for r in reds:
+            u = em.uid()
+            a, q = f"pyg_a{u}", f"pyg_q{u}"
+            em.line(f"{self.type_name(r.type)} {a} = {self.identity(r.op, r.type)};")
+            em.line(f"for ({self.type_name(T.INT64)} {q} = {self.block_item}; {q} < {pend}; "
+                    f"{q} += {self.block_size})")
+            partial = self.partial(em, q, r.rid, r.type)
+            em.line(f"    {a} = {em.combine(r.op, r.type, a, partial)};")
+            self.halving_tree(em, r.op, r.type, a, r.var)
+
+    def _read_all_partials(self, em, pend, reds):
+        """Every work-item reads all ``pend`` partials."""
+        u = em.uid()
+        q = f"pyg_q{u}"
+        for r in reds:
+            em.line(f"{self.type_name(r.type)} pyg_a{u}_{r.rid} = {self.identity(r.op, r.type)};")
+        em.line(f"for ({self.type_name(T.INT64)} {q} = 0; {q} < {pend}; ++{q}) {{")
+        with em.indent():
+            for r in reds:
+                a = f"pyg_a{u}_{r.rid}"
+                em.line(f"{a} = {em.combine(r.op, r.type, a, self.partial(em, q, r.rid, r.type))};")
+        em.line("}")
+        for r in reds:
+            em.line(f"{r.var} = {em.combine(r.op, r.type, r.var, f'pyg_a{u}_{r.rid}')};")
+
+    def _sum_copies(self, em, loop):
+        """The entry after a gang loop with array reductions: its work-items sum, each
+        a share of the elements, the copies of every work-item of that loop's launch."""
+        st = em.state
+        items = st.plan.copies[id(loop)]
+        i64 = self.type_name(T.INT64)
+        for r in loop.reductions:
+            if not isinstance(r.type, T.Array):
+                continue
+            u = em.uid() if self.blocked_sums else None
+            t, c = r.type.elem, self.type_name(r.type.elem)
+            n = " * ".join(f"({e})" for e in em.extents(r.local))
+            with self.each_element(em, n, self.grid_item, self.grid_size, u):
+                em.line(f"{c} a = {self.identity(r.op, t)};")
+                em.line(f"for ({i64} q = 0; q < {items}; ++q)")
+                copy = (f"(({self.glob}{c} *)(pyg_priv + q * ({st.stride}) + "
+                        f"{st.mine[r.local]}))[e]")
+                em.line(f"    a = {em.combine(r.op, t, 'a', copy)};")
+                em.line(f"{r.var}[e] = {em.combine(r.op, t, f'{r.var}[e]', 'a')};")
+
+    @contextlib.contextmanager
+    def each_element(self, em, n, me, count, u, before=()):
+        """A loop over the elements ``e`` of [0, n) that work-item ``me`` of ``count``
+        sums: with ``blocked_sums`` a contiguous block (names of uid ``u``), else every
+        ``count``-th; ``before``: lines ahead of it, in its block."""
+        i64 = self.type_name(T.INT64)
+        braced = self.blocked_sums or bool(before)
+        if braced:
+            em.line("{")
+            em.depth += 1
+        if self.blocked_sums:
+            em.line(f"const {i64} pyg_n{u} = {n}, pyg_P{u} = {count};")
+            em.line(f"const {i64} pyg_p{u} = {me}, "
+                    f"pyg_per{u} = (pyg_n{u} + pyg_P{u} - 1) / pyg_P{u};")
+        for text in before:
+            em.line(text)
+        if self.blocked_sums:
+            em.line(f"for ({i64} e = pyg_p{u} * pyg_per{u}; e < min(pyg_n{u}, (pyg_p{u} + 1) "
+                    f"* pyg_per{u}); ++e) {{")
+        else:
+            em.line(f"for ({i64} e = {me}; e < {n}; e += {count}) {{")
+        with em.indent():
+            yield
+        em.line("}")
+        if braced:
+            em.depth -= 1
+            em.line("}")
+
+    # -- partitioned loops ---------------------------------------------------------------
+    def loop(self, em, loop):
+        """A partitioned loop: its trip counts (``pyg_tot<u>`` iterations for
+        ``pyg_P<u>`` participants), its reductions' calls, the iterations of each
+        participant (`iterate`), and the barriers around it (`barriers_around`)."""
+        st = em.state
+        outer_part, outer_active = st.part, st.active
+        u = em.uid()
+        trips = [f"pyg_n{k}_{u}" for k in range(len(loop.dims))]
+        before, after = self.barriers_around(em, loop)
+        if before:
+            self.loop_barrier(em)                # what the redundant code stored
+        em.line("{")
+        with em.indent():
+            lines, count = em.counts(loop, trips, outer_active)
+            for text in lines:
+                em.line(text)
+            for c in loop.setup + loop.init:
+                em.stmt(c)
+            me, n = self.participants(loop.levels)
+            em.line(f"const {self.type_name(T.INT64)} pyg_tot{u} = {count}, pyg_P{u} = {n};")
+            st.part = outer_part | set(loop.levels)
+            self.iterate(em, loop, u, me, trips)
+            st.part = outer_part
+            self.fini(em, loop)
+            for c in loop.teardown:
+                em.stmt(c)
+            self.end_gang_loop(em, loop)
+        em.line("}")
+        if after:
+            self.loop_barrier(em)                # the loop's stores, for what follows
+
+    def participants(self, levels) -> tuple:
+        """(the flat id of a participant over ``levels``, outer first; their number)."""
+        me, n = "0", "1"
+        for lv in levels:
+            i, c = self.level_id[lv], self.level_count[lv]
+            me = i if me == "0" else f"({me}) * {c} + {i}"
+            n = c if n == "1" else f"{n} * {c}"
+        return me, n
+
+    def barriers_around(self, em, loop) -> tuple:
+        """(before, after): whether a barrier goes on each side of a partitioned loop
+        (by default around every loop inside a gang)."""
+        inner = "gang" not in loop.levels
+        return inner, inner
+
+    def loop_barrier(self, em) -> None:
+        """The barrier on either side of a loop (a dialect may order fewer work-items)."""
+        self.barrier(em)
+
+    def iterate(self, em, loop, u, me, trips) -> None:
+        """The iterations participant ``me`` runs of the ``pyg_tot<u>`` (``pyg_P<u>``
+        participants): each defines the loop variables (`Emitter.dim_values`), the
+        loop's declarations and its body."""
+        raise NotImplementedError
+
+    def fini(self, em, loop) -> None:
+        """The FINI calls of a loop (``loop.fini``): combine each level's copies into
+        the enclosing ones."""
+        raise NotImplementedError
+
+    def reduction(self, em, call):
+        """INIT declares a level's copy (an array reduction's in the private scratch,
+        one per work-item); FINI calls are lowered per loop (`fini`); SETUP and TEARDOWN
+        have nothing to do."""
+        if call.phase != "INIT":
+            return
+        t = call.type
+        if isinstance(t, T.Array):
+            self.private_array(em, call.local, t)
+            em.line(self.fill(em, call.local, t, call.op))
+        else:
+            em.line(f"{self.type_name(t)} {call.local} = {self.identity(call.op, t)};")
+
+    def fill(self, em, name, t, op) -> str:
+        """A statement that sets every element of the array ``name`` (of type ``t``) to
+        the identity of ``op``."""
+        return (f"for ({self.type_name(T.INT64)} e = 0; e < {em.count(name, t)}; ++e) "
+                f"{name}[e] = {self.identity(op, t.elem)};")
+
+    # -- who stores -----------------------------------------------------------------------
+    def first(self, levels) -> str:
+        """The condition that a work-item is the first on each of ``levels`` ("": none)."""
+        return " && ".join(f"{self.level_id[lv]} == 0" for lv in levels)
+
+    def leader(self, em, levels=LEVELS) -> str:
+        """The condition that picks one work-item among those that run the current code
+        redundantly on ``levels``."""
+        return self.first([lv for lv in levels if lv not in em.state.part]) or "1"
+
+    def group_leader(self) -> str:
+        """The first work-item of a group."""
+        return self.first(("vector", "worker"))
+
+    def space(self, em, arr) -> str:
+        """An array's memory: a private array sized at run time is a work-item's own."""
+        return "private" if arr.name in em.cur.sizes else arr.type.space
+
+    def writer(self, em, arr):
+        if arr.name in em.cur.written and not em.cur.is_kernel:     # the caller says
+            return f"{arr.name}__w"
+        if arr.name in em.state.copies:     # summed over the work-items: count once
+            return self.leader(em, LEVELS[1:])
+        return self.leader(em, SPACE_LEVELS[self.space(em, arr)])
+
+    def store(self, em, s):
+        text = f"{em.expr(s.target)} = {em.expr(s.value)};"
+        cond = self.writer(em, s.target.array)
+        em.line(text if cond == "1" else f"if ({cond}) {text}")
+
+    def atomic_add(self, em, s):
+        target, value = em.expr(s.target), em.expr(s.value)
+        text = self.atomic(em, s, target, value)
+        if self.space(em, s.target.array) == "private":
+            text = f"{target} += {value};"
+        cond = self.writer(em, s.target.array)
+        em.line(text if cond == "1" else f"if ({cond}) {text}")
+
+    # -- arrays ----------------------------------------------------------------------------
+    def array_decl(self, em, name, t):
+        if name in em.cur.sizes:            # sized at run time: in the private scratch
+            self.private_array(em, name, t)
+            return
+        decl = f"{self.type_name(t.elem)} {name}[{math.prod(t.shape)}];"
+        if t.space == "local":              # at kernel scope
+            decl = f"{self.team_space} {decl}"
+            if decl not in em.state.team:
+                em.state.team.append(decl)
+        else:
+            em.line(decl)
+
+    def private_array(self, em, name, t):
+        """A private array or reduction copy in the work-item's part of the scratch."""
+        for k, e in enumerate(em.extents(name)):
+            em.line(f"const {self.type_name(T.INT64)} {name}__s{k} = {e};")
+        c = f"{self.glob}{self.type_name(t.elem)} *"
+        em.line(f"{c}{name} = ({c})(pyg_mine + {em.state.mine[name]});")
+
+    # -- reduction trees -------------------------------------------------------------------
+    def halving_tree(self, em, op, t, value, into):
+        """``into = into OP (value over every work-item of the group)``: a tree in
+        team-local memory that halves the active work-items each round, reached by the
+        whole group."""
+        c = f"{self.local}{self.type_name(t)}"
+        u = em.uid()
+        s, i, n, h = f"pyg_s{u}", f"pyg_t{u}", f"pyg_n{u}", f"pyg_h{u}"
+        em.line("{")
+        with em.indent():
+            em.line(f"{c} *{s} = ({c} *)pyg_tree;")
+            em.line(f"const int {i} = {self.block_item}, {n} = {self.block_size};")
+            em.line(f"{s}[{i}] = {value};")
+            self.barrier(em)
+            em.line(f"for (int {h} = 1; {h} < {n}; {h} *= 2) {{")
+            with em.indent():
+                em.line(f"if (({i} & (2 * {h} - 1)) == 0 && {i} + {h} < {n}) "
+                        f"{s}[{i}] = {em.combine(op, t, f'{s}[{i}]', f'{s}[{i} + {h}]')};")
+                self.barrier(em)
+            em.line("}")
+            em.line(f"{into} = {em.combine(op, t, into, f'{s}[0]')};")
+            self.barrier(em)
+        em.line("}")
+
+    def gather_tree(self, em, items, base, idx, n, writer):
+        """All-reduce ``items`` [(outer, local, op, type)] over the n work-items of a
+        segment of the group starting at ``base``: inputs in slot r*L + base + idx, one
+        work-item combines them into slot (R + r)*L + base; two barriers whatever the
+        number of reductions (2R slots per work-item)."""
+        u = em.uid()
+        R = len(items)
+        i64 = self.type_name(T.INT64)
+        em.line("{")
+        with em.indent():
+            em.line(f"const {i64} pyg_b{u} = {base}, pyg_x{u} = {idx};")
+            em.line(f"const {i64} pyg_L{u} = {self.block_size};")
+
+            def slot(r, k, result=False):
+                return (f"*({self.local}{self.type_name(items[r][3])} *)(pyg_tree + "
+                        f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k})")
+
+            em.line(f"if ({writer}) {{")
+            with em.indent():
+                for r, (_, local, _, _) in enumerate(items):
+                    em.line(f"{slot(r, f' + pyg_x{u}')} = {local};")
+            em.line("}")
+            self.barrier(em)
+            em.line(f"if (pyg_x{u} == 0 && {writer}) {{")
+            with em.indent():
+                for r, (_, _, op, t) in enumerate(items):
+                    a = f"pyg_a{u}_{r}"
+                    em.line(f"{self.type_name(t)} {a} = {slot(r, '')};")
+                    em.line(f"for ({i64} pyg_i{u} = 1; pyg_i{u} < {n}; ++pyg_i{u})")
+                    em.line(f"    {a} = {em.combine(op, t, a, slot(r, f' + pyg_i{u}'))};")
+                    em.line(f"{slot(r, '', True)} = {a};")
+            em.line("}")
+            self.barrier(em)
+            for r, (outer, _, op, t) in enumerate(items):
+                em.line(f"{outer} = {em.combine(op, t, outer, slot(r, '', True))};")
+        em.line("}")
+
+    # -- the kernel contract ----------------------------------------------------------------
+    def kernel_info(self, em, fn):
+        """Entries, levels, scratch, program and requirements of the kernel."""
+        st, plan = em.state, em.state.plan
+        levels = []
+        for k, e in enumerate(plan.entries):
+            lv = set(e.levels)
+            if k and plan.reductions and self.partials_together:   # lanes to read them
+                lv.add("vector")
+            levels.append("".join(x[0] for x in LEVELS if x in lv))
+        program = plan.program if plan.program != tuple(range(len(plan.entries))) else ()
+        return KernelInfo(fn.pyname, tuple(st.names), word_kinds(fn), tuple(levels),
+                          scratch_bytes=8 * plan.scratch_words, gang_bytes=8 * plan.gang_words,
+                          tree_bytes=8 * st.tree, private=private_terms(fn), program=program,
+                          requires=self.requires(fn), any_group_size=self.any_group_size)
+
+
+def syncs(body) -> bool:
+    """Whether ``body`` has a barrier or a partitioned loop (helpers have neither: the
+    front end allows them in kernels only)."""
+    return any(isinstance(n, (ir.Barrier, ir.ParLoop)) for n in ir.walk(body))
