@@ -36,9 +36,9 @@ from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
 from . import acc, api
-from .runtime import (accmap, accprof, devices, elf_tables, env, gcc_images, images, kinds,
-                      mapping)
-from .runtime.mapping import Item
+from .runtime import (accmap, accprof, calls, deferred, devices, elf_tables, env, gcc_images,
+                      images, kinds, mapping)
+from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
 EINVAL = errno.EINVAL
@@ -95,43 +95,38 @@ def _words(exc) -> str:
     return f"pygomp: {type(exc).__name__}: {exc}"
 
 
-_resolved = (None, None, None)   # (number, device list, device): the last resolution
-
-
-def _device(device: int) -> devices.Device:
-    """The device of a construct (shim.c has already read GOMP_DEVICE_ICV).  The last
-    device that a number named itself is reused while the device list and its state
-    stay (anything else goes through the resolver, with its fallbacks and messages)."""
-    global _resolved
-    number, devs, dev = _resolved
-    if number == device and devs is devices.all_devices() and dev.state == "initialized":
-        return dev
-    dev = devices.resolve(device, compiled=True)
-    if dev.number == device:
-        _resolved = (device, devices.all_devices(), dev)
-    return dev
-
-
 _new = tuple.__new__            # an Item without namedtuple's slower constructor
 _DEFAULTS = tuple(Item._field_defaults.values())      # the fields after addr, size, kind
 _NULL = Item(0, 0, kinds.FIRSTPRIVATE_INT)
-_decoded = {}                   # the packed items of recent constructs -> their Items
+_targets = {}                   # (device, fn, packed items) -> its region's calls.Call
 
 
 def _items(n, packed):
     """The map items of a construct from shim.c's (address, size, kind) triples, in
-    order (a NULL address is passed as NULL).  A loop's region repeats its triples:
-    they are decoded once."""
-    key = ffi.buffer(packed, 24 * n)[:]
-    items = _decoded.get(key)
-    if items is None:
-        w = ffi.unpack(packed, 3 * n)
-        items = [_new(Item, (a, s, k) + _DEFAULTS) if a else _NULL
-                 for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
-        if len(_decoded) >= 4096:
-            _decoded.clear()
-        _decoded[key] = items
-    return items
+    order (a NULL address is passed as NULL)."""
+    w = ffi.unpack(packed, 3 * n)
+    return [_new(Item, (a, s, k) + _DEFAULTS) if a else _NULL
+            for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
+
+
+def _target_call(device, fn, n, packed):
+    """The `calls.Call` of a target region, fresh or looked up now: a loop's region
+    repeats its triples, and reuses its items, device and look-ups while the call is
+    fresh.  A number that the resolver turns into another device is resolved every
+    time."""
+    key = (device, fn, ffi.buffer(packed, 24 * n)[:])
+    call = _targets.get(key)
+    if call is not None and call.fresh():
+        return call
+    dev = devices.resolve(device, compiled=True)
+    call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
+                      _launch.get(fn, (0, 0, 0)))
+    call.look_up()
+    if dev.number == device:
+        if len(_targets) >= 4096:
+            _targets.clear()
+        _targets[key] = call
+    return call
 
 
 # -- constructs: each returns 0 for a failure, else non-zero ---------------------
@@ -139,10 +134,10 @@ def _items(n, packed):
 def pg_py_target(device, fn, n, packed, args):
     """GOMP_target_ext: map, run (an image, or the host code with device addresses:
     ``args`` is the argument block shim.c gave), unmap."""
-    dev = _device(device)
-    items = _items(n, packed)
-    if _has_image(dev, fn):
-        mapping.target(dev, fn, items, _launch.get(fn, (0, 0, 0)))
+    prepared = _target_call(device, fn, n, packed)
+    dev, items = prepared.dev, prepared.items
+    if prepared.address is not None or (not prepared.fresh() and _has_image(dev, fn)):
+        prepared.run()
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -185,7 +180,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
     it maps on ``dev`` as the construct says (the same checks, counts and copies as a
     region there), and ``call(words)`` runs its host code on the host later in the
     construct's order (`_on_host`), then the construct ends as on the device.  Inside an
-    async queue's `mapping.deferred` block the map changes now and the rest waits."""
+    async queue's `deferred.deferred` block the map changes now and the rest waits."""
     r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=acc_)
     ok = False
     try:
@@ -200,7 +195,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
             anchors.append(e.dev_start if e is not None else
                            r.args[i + 1] if k == kinds.STRUCT else w)
             if k in (kinds.FIRSTPRIVATE, kinds.FORCE_DEVICEPTR):
-                size = mapping.PTR if k == kinds.FORCE_DEVICEPTR else it.size
+                size = PTR if k == kinds.FORCE_DEVICEPTR else it.size
                 spans.append((w, w + max(size, 1)))
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
@@ -210,7 +205,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
         if rec:
             _launch_later(rec, fn, launch, *work)
         else:
-            mapping.later(*work)
+            deferred.later(*work)
         ok = True
     finally:
         if rec:
@@ -308,7 +303,7 @@ def _write_back(dev, start, after, before):
 
 def pg_py_data(op, device, n, packed, hostaddrs):
     """target data (returns the region's handle), update, enter data, exit data."""
-    dev = _device(device)
+    dev = devices.resolve(device, compiled=True)
     items = _items(n, packed)
     if op == Op.DATA:
         return _data_region(mapping.begin(dev, items), hostaddrs)
@@ -544,7 +539,7 @@ def _acc_region(dev, fn, items, rec=None, launch=(0, 0, 0)):
         if rec:
             _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.region_type(dev))
         else:
-            mapping.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
+            deferred.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
         ok = True
     finally:
         if rec:
@@ -561,7 +556,7 @@ def _acc_image(rec, dev, fn, items, launch):
     r = _enter(rec, dev, items)
     ok = False
     try:
-        mapping.later(dev.plugin.run, dev.local, address, r.args, launch)
+        deferred.later(dev.plugin.run, dev.local, address, r.args, launch)
         ok = True
     finally:
         _exit(rec, r, ok)
@@ -587,7 +582,7 @@ def _launch_later(rec, fn, launch, call, *args):
     """``call(*args)``, a region's host code, as deferred work between its enqueue
     launch events."""
     for f, a, keep in accprof.launched(rec, [(call, args, None)], accprof.symbol(fn), launch):
-        mapping.later(f, *a, keep=keep)
+        deferred.later(f, *a, keep=keep)
 
 
 def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
@@ -764,5 +759,5 @@ _ACC_BY_NUMBER = tuple(_ACC[r] for r in vars(R).values())    # every routine has
 def pg_py_acc(routine, words, async_, result):
     """An acc_* routine: its value (None: 0) goes to ``*result``."""
     value = _ACC_BY_NUMBER[routine](words[0], words[1], words[2], async_)
-    result[0] = int(value or 0) & mapping.WORD
+    result[0] = int(value or 0) & WORD
     return 1

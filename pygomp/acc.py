@@ -35,7 +35,7 @@ import threading
 from contextlib import contextmanager
 
 from .constructs import array_item, one_clause
-from .runtime import accmap, accprof, devices, env, kinds, mapping, tasks
+from .runtime import accmap, accprof, deferred, devices, env, kinds, mapping, tasks
 from .runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noqa: F401
                               ev_compute_construct_start, ev_create, ev_delete,
                               ev_device_init_end, ev_device_init_start,
@@ -435,7 +435,7 @@ def run(q, fn, dev=None, stage=False):
     dev = dev or current()
     if accprof.mask:
         return _profiled_run(q, fn, dev, stage)
-    with mapping.deferred() as work:
+    with deferred.deferred() as work:
         result = fn()
     return _run(q, work, dev, stage, result)
 
@@ -445,7 +445,7 @@ def _profiled_run(q, fn, dev, stage):
     current), with the events of its device work (`accprof.expand`)."""
     rec = prof_record(accprof.construct_runtime_api, dev, q)
     try:
-        with mapping.deferred() as work:
+        with deferred.deferred() as work:
             result = fn()
         return _run(q, accprof.expand(work, dev), dev, stage, result)
     finally:
@@ -457,17 +457,17 @@ def _run(q, work, dev, stage, result):
     if q == async_sync:
         if frees:
             _wait_queues(dev, _queues_of(dev))
-        mapping.do(work)
+        deferred.do(work)
         return result
     rest = []       # in order: events now (an async construct's), staged copies now
     for w in work:
         if accprof.is_event(w):
-            mapping.do([w])
+            deferred.do([w])
         elif w[0] != dev.plugin.free:
             rest.append(_staged(w) if stage and w[0] == dev.plugin.host2dev else w)
-    enqueue(dev, q, lambda: mapping.do(rest))
+    enqueue(dev, q, lambda: deferred.do(rest))
     if frees:
-        enqueue(dev, q, lambda: mapping.do(frees), after=_queues_of(dev))
+        enqueue(dev, q, lambda: deferred.do(frees), after=_queues_of(dev))
     return result
 
 
@@ -646,7 +646,7 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
     NULL, equal addresses and copies past the end of acc_malloc's block are errors."""
     dev = current()
     if dev.is_initial:
-        return run(q, lambda: mapping.later(ctypes.memmove, dst, src, size), dev)
+        return run(q, lambda: deferred.later(ctypes.memmove, dst, src, size), dev)
     d, h = (dst, src) if to_device else (src, dst)
     if d == h or not d or not h:
         raise MappingError("invalid host or device address" if d == h else
@@ -658,7 +658,7 @@ def memcpy(dst, src, size, to_device, q=async_sync) -> None:
         raise MappingError(f"invalid size: {size} bytes at {d:#x}, in the {block[1]} bytes that "
                     f"acc_malloc gave at {block[0]:#x}")
     copy = dev.plugin.host2dev if to_device else dev.plugin.dev2host
-    run(q, lambda: mapping.later(copy, dev.local, dst, src, size), dev)
+    run(q, lambda: deferred.later(copy, dev.local, dst, src, size), dev)
 
 
 def attach(ptr, q=async_sync) -> None:

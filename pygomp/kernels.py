@@ -13,21 +13,21 @@
 
 A kernel is compiled once per signature (the dtypes and ranks of its array arguments and
 the types of its scalars; a scalar annotation fixes its type) into source text once per
-target (host, opencl, ...), and the device's plugin builds that once per device identity,
-when such a device first runs the kernel; builds are cached on disk.  A call maps its
-arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with "always"/"present"
-modifiers) as explicit maps, since a kernel may use every element: an array that extends
-a mapped section is a `MappingError` naming both ranges and the argument.  It passes
-scalars firstprivate and the array extents as extra words, and goes through the
-runtime's ``mapping.target``: data already present on the device (``target_data``) is
-not copied.  ``nowait``/``depend`` calls are tasks (`pygomp.runtime.tasks`): on a device
-with a queue they are started at once and ordered by its events; on every device the
-kernel is built and the arguments checked at the call, so such errors raise there.  A kernel that
-returns a scalar returns it from the call.  Launch sizes: ``num_gangs``, ``num_workers``,
-``vector_length`` on the decorator (0: the device's choice).  ``kernel.py_func`` is the
-plain Python function (it runs sequentially, for debugging).  Arrays must be
-C-contiguous.  The kernel language is described in `pygomp.compiler.frontend` and
-`pygomp.compiler.lang`.
+target (host, opencl, ...), and the device's plugin builds that once per device
+identity, when such a device first runs the kernel; builds are cached on disk.  A call
+maps its arrays (default ``tofrom``; ``map={"x": "to"}`` overrides, with
+"always"/"present" modifiers) as explicit maps, since a kernel may use every element: an
+array that extends a mapped section is a `MappingError` naming both ranges and the
+argument.  It passes scalars firstprivate and the array extents as extra words, and goes
+through the runtime's ``mapping.target``: data already present on the device
+(``target_data``) is not copied.  ``nowait``/``depend`` calls are tasks
+(`pygomp.runtime.tasks`): on a device with a queue they are started at once and ordered
+by its events; on every device the kernel is built and the arguments checked at the
+call, so such errors raise there.  A kernel that returns a scalar returns it from the
+call.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
+(0: the device's choice).  ``kernel.py_func`` is the plain Python function (it runs
+sequentially, for debugging).  Arrays must be C-contiguous.  The kernel language is
+described in `pygomp.compiler.frontend` and `pygomp.compiler.lang`.
 
 ``@target(boundscheck=True)`` (or ``PYGOMP_BOUNDSCHECK=1`` for every kernel whose
 decorator leaves it unset) checks every array access against the array's extents
@@ -48,7 +48,7 @@ import numpy as np
 from . import kernel_cache
 from .constructs import ARRAYS, as_array
 from .errors import CompileError
-from .runtime import devices, env, images, kinds, mapping, tasks
+from .runtime import calls, devices, env, images, kinds, mapping, tasks
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -345,8 +345,9 @@ class Spec:
 class _Repeat:
     """A call that may repeat on one device: its arrays (weak references, so that the
     user may let go of them, and their shapes), its scalars' positions and Python types,
-    the prepared `mapping.Call` (its items own nothing), and how its result's bytes
-    read."""
+    the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
+    that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
+    result's bytes read."""
     __slots__ = ("n", "arrays", "scalars", "call", "result")
 
     def __init__(self, spec, dev, args, items, launch):
@@ -364,9 +365,9 @@ class _Repeat:
                 self.scalars.append((pos, how, type(a)))
                 slots.append(i)
                 i += 1
-        items = [it if it.obj is None else it._replace(obj=None) for it in items]
-        self.call = mapping.Call(dev, spec.symbol.address, items, slots, launch,
-                                 self.result.size if self.result else 0)
+        items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
+        self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
+                               self.result.size if self.result else 0)
 
     def run(self, values):
         """Run with these scalar words; the kernel's result, or None."""
@@ -620,17 +621,16 @@ class Kernel:
 
 class Bound:
     """A kernel bound to a device (``kernel.on(device)``)."""
-    __slots__ = ("kernel", "device", "nowait", "depend", "dev", "devs", "repeat")
+    __slots__ = ("kernel", "device", "nowait", "depend", "repeat")
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
-        self.dev = self.devs = None     # the resolved device, and the device list it is of
         self.repeat = None              # the _Repeat of the last call, to try first
 
     def __call__(self, *args, nowait=None, depend=None, **kwargs):
         r = self.repeat
         if r is not None and nowait is None and depend is None and not kwargs \
-                and self.devs is devices.all_devices():
+                and r.call.fresh():
             values = r.values(args)
             if values is not None:
                 return r.run(values)
@@ -642,11 +642,7 @@ class Bound:
         if not (nowait or depend or k.nowait or k.depend):
             if self.device is None:     # the default device: an ICV that may change
                 return k._run(None, args)
-            dev = self.dev
-            if dev is None or self.devs is not devices.all_devices() \
-                    or dev.state != "initialized":
-                dev = self.dev = devices.resolve(self.device)
-                self.devs = devices.all_devices()
+            dev = devices.resolve(self.device)
             out = k._run(self.device, args, dev)
             self.repeat = None if self.nowait or self.depend else k._last.repeats.get(dev)
             return out

@@ -54,15 +54,40 @@ def test_compiler_imports_no_face_and_no_plugin():
     assert {f: m for f, m in found.items() if m} == {}
 
 
-def test_only_mapping_touches_the_map():
-    """Entries and reference counts are read and changed in runtime/mapping.py (and its
-    OpenACC side, runtime/accmap.py) only."""
+MAP_MODULES = ("entries", "mapping", "attach", "accmap", "calls", "intervals")
+
+
+def test_only_the_map_modules_touch_the_map():
+    """Entries and reference counts are read and changed in the map's modules only
+    (runtime/entries.py, mapping.py, attach.py, accmap.py, calls.py, intervals.py), and
+    entries are born and die, and counts change, in runtime/entries.py only."""
     touching = re.compile(r"\.map\.(find|lookup|insert|remove)\b|refcount|\bEntry\(")
-    owners = {f"pygomp/runtime/{m}.py" for m in ("mapping", "accmap", "intervals")}
+    owners = {f"pygomp/runtime/{m}.py" for m in MAP_MODULES}
     found = [str(p.relative_to(ROOT)) for folder in ("pygomp", "plugins")
              for p in sorted((ROOT / folder).rglob("*.py"))
              if str(p.relative_to(ROOT)) not in owners and touching.search(p.read_text())]
     assert found == []
+    changing = re.compile(r"\.map\.(insert|remove)\b|\.refcount\s*[-+]?=[^=]|\bEntry\(")
+    found = [m for m in MAP_MODULES if m not in ("entries", "intervals")
+             and changing.search((ROOT / "pygomp" / "runtime" / f"{m}.py").read_text())]
+    assert found == []
+
+
+def test_the_runtime_has_no_import_loop():
+    """No runtime module imports, at its top or in a function, one that imports it back
+    (directly or through others)."""
+    graph = {f[:-3]: {m.split(".")[2] for m in mods if m.startswith("pygomp.runtime.")}
+             for f, mods in layer("pygomp/runtime", "pygomp.runtime").items()}
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for m in graph.get(todo.pop(), ()):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        return seen
+    assert sorted(m for m in graph if m in reach(m)) == []
 
 
 def test_errors_import_nothing_of_pygomp():

@@ -18,12 +18,12 @@ import pytest
 from pygomp import (always, omp_get_mapped_ptr, omp_target_is_present, omp_target_memcpy,
                     present, target_data, target_enter_data, target_exit_data, target_update)
 from pygomp.constructs import array_item
-from pygomp.runtime import accmap, devices, images, kinds, mapping
+from pygomp.runtime import accmap, calls, devices, images, kinds, mapping
 from pygomp.runtime.mapping import INFINITY, Item, MappingError
 from pygomp.runtime.plugin import PluginError
 
-from runtime_helpers import (addr, build_so, dev, host_table, plugin,  # noqa: F401
-                             registered, settings, symbol_address, user_entries)
+from runtime_helpers import (addr, build_so, dev, host_table, installed_devices,  # noqa: F401
+                             plugin, registered, settings, symbol_address, user_entries)
 
 DEV, HOST = 0, 1      # the offload device and the initial device in these tests
 
@@ -710,9 +710,9 @@ def test_target_runs_a_host_image(dev, table):
 
 def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     a = np.arange(10.0)
-    call = mapping.Call(dev, table.symbols["scale"],
-                        [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
-                         Item(0, 0, kinds.FIRSTPRIVATE_INT)], slots=[2])
+    call = calls.Call(dev, table.symbols["scale"],
+                      [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
+                       Item(0, 0, kinds.FIRSTPRIVATE_INT)], slots=[2])
     call.run([word(2.0)])                       # absent: mapped, copied in and back
     np.testing.assert_array_equal(a, np.arange(10.0) * 2)
     assert user_entries(dev) == [] and plugin.live == {}
@@ -743,10 +743,30 @@ def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     np.testing.assert_array_equal(a, np.arange(10.0) * 12)
 
 
+def test_a_prepared_call_is_fresh_while_the_map_and_devices_stay(dev, plugin, table):
+    a = np.arange(10.0)
+    call = calls.Call(dev, table.symbols["scale"],
+                      [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
+                       Item(word(2.0), 0, kinds.FIRSTPRIVATE_INT)])
+    assert not call.fresh()                     # nothing looked up yet
+    with target_data(DEV, tofrom=a):
+        call.run()
+        assert call.fresh()
+        b = np.zeros(4)
+        target_enter_data(DEV, to=b)
+        assert not call.fresh()                 # the map changed
+        call.run()
+        assert call.fresh()
+        with installed_devices(list(devices.all_devices())):
+            assert not call.fresh()             # another device list
+        target_exit_data(DEV, delete=b)
+    np.testing.assert_array_equal(a, np.arange(10.0) * 4)
+
+
 def test_a_prepared_call_returns_its_result(dev, plugin, table):
     a = np.array([10.0])
-    call = mapping.Call(dev, table.symbols["twice"], [Item(0, 0, kinds.FIRSTPRIVATE_INT),
-                                                      item(a, kinds.TO)], slots=[0], result=8)
+    call = calls.Call(dev, table.symbols["twice"], [Item(0, 0, kinds.FIRSTPRIVATE_INT),
+                                                    item(a, kinds.TO)], slots=[0], result=8)
     result = lambda x: struct.unpack("<d", call.run([word(x)]))[0]    # noqa: E731
     assert result(1.5) == 13.0                  # absent: through target, mapped from
     assert user_entries(dev) == [] and plugin.live == {}

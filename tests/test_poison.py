@@ -1,5 +1,5 @@
 """PYGOMP_POISON=1: device memory that a map allocates without copying into it (alloc,
-from; OpenACC create, copyout) is filled with a signalling NaN an element for float
+from; OpenACC create, copyout) is filled with a signalling NaN per element for float
 arrays (float32 0x7FA00000, float64 0x7FF4000000000000) and 0xA5 bytes otherwise, so
 that a kernel that reads what was never copied in sees it at once.
 
@@ -113,16 +113,18 @@ def test_openacc_create_and_copyout(device, poison):
         acc.set_device_num(0, acc.device_default)
 
 
-@pytest.mark.xfail(strict=True, reason="kernels._Repeat strips the array (and so its "
-                                       "dtype) from a call's map items: 0xA5, not NaN")
-def test_a_kernels_own_from_map_of_floats(offload_device, poison):
+@pytest.mark.parametrize("dtype, bits, pattern", [(np.float64, np.uint64, F64),
+                                                   (np.float32, np.uint32, F32)])
+def test_a_kernels_own_from_map_of_floats(offload_device, poison, dtype, bits, pattern):
     @omp.target(map={"y": "from"})
     def read_back(y, out):
         for i in omp.parallel_range(y.shape[0]):
             out[i] = y[i]
-    y, out = np.zeros(8), np.zeros(8)
-    read_back.on(offload_device)(y, out)
-    assert (out.view(np.uint64) == F64).all(), out.view(np.uint64)
+    y, out = np.zeros(8, dtype), np.zeros(8, dtype)
+    for _ in range(2):                          # the first call, and a repeated one
+        out[:] = 0
+        read_back.on(offload_device)(y, out)
+        assert (out.view(bits) == pattern).all(), out.view(bits)
 
 
 C_PROGRAM = r"""

@@ -109,6 +109,7 @@ def _runs(lib, exes):
                                _env(PYGOMP_DEVICES="none", **pre))
     runs["leftover"] = ([exes["errors.c"], "leftover"], _env(PYGOMP_INFO="0x4", **pre))
     runs["tables-host"] = ([exes["saxpy"], "5000"], _env(PYGOMP_INFO="0x18", **pre))
+    runs["tables-quiet"] = ([exes["saxpy"], "5000"], _env(**pre))   # prepared calls
     runs["tables-libgomp"] = ([exes["saxpy"], "5000"], _env())
     runs["tables-dlopen"] = ([exes["tables.c"], exes["libkernels.so"]],
                              _env(PYGOMP_INFO="0x10", **pre))
@@ -262,6 +263,13 @@ def test_c_calls_kernels_written_in_python(runs, where):
     assert len(re.findall(r"device 0: run 0x[0-9a-f]+ launch", done.stderr)) == 5
     # saxpy maps x and y (2), the data region (2), the three calls in it (0), dot (2)
     assert len(re.findall(r"copy to device", done.stderr)) == 6, done.stderr
+
+
+def test_c_calls_repeated_with_data_present_are_right(runs):
+    """Without PYGOMP_INFO, a region repeated inside the program's target data region
+    runs through its prepared call (`calls.Call`) and still computes what it should."""
+    done = runs["tables-quiet"]
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
 def test_tables_of_libraries_loaded_and_unloaded(runs):

@@ -10,6 +10,8 @@ What the faces (Python constructs, kernels, the C shim) call:
     mapping.enter_data(dev, items) / mapping.exit_data(dev, items) / mapping.update(dev, items)
     region = mapping.begin(dev, items); ...; mapping.end(region)   # target data
     mapping.is_present / device_address / associate / disassociate   # omp_* routines
+    call = calls.Call(dev, fn, items, slots); call.run(values)   # a repeated call, while
+                                                                  # call.fresh()
 
 An item is ``Item(addr, size, kind, obj, name)``: host address, byte count, a libgomp map
 kind (`kinds`), the Python object that owns the memory (kept alive while mapped) or None,

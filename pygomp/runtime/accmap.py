@@ -1,13 +1,14 @@
 """OpenACC's side of the map: its exit data and update, and the acc_* data routines
 (acc_is_present, acc_deviceptr, acc_map_data, acc_attach, ...) on a device with memory
-of its own.  With mapping.py the only module that reads or changes a device's map and
-its entries' counts (through mapping's `_birth`, `_death` and `_ref`)."""
+of its own.  One of the map's modules (see mapping.py): entries are born, die and are
+counted through entries.py."""
 from __future__ import annotations
 
 from . import kinds
-from .mapping import (INFINITY, PTR, _attach_pointer, _birth, _block, _copy_from, _death,
-                      _detach_pointer, _error, _owner, _range, _ref, _release,
-                      _write_pointer, later)
+from .attach import attach_pointer, detach_pointer, write_pointer
+from .deferred import later
+from .entries import INFINITY, PTR, birth, block, copy_from, death, error, owner, ref, span
+from .mapping import release
 
 
 def exit_data(dev, items) -> None:
@@ -36,31 +37,31 @@ def _exit_data(dev, items) -> None:
         k = kinds.base(it.kind)
         if k in _DETACH:
             if dev.map.lookup(it.addr, it.addr + PTR) is None:
-                raise _error(dev, "struct not mapped for detach operation")
+                raise error(dev, "struct not mapped for detach operation")
         elif k in _EXIT:
             _exit_entry(dev, it)
         elif k != kinds.STRUCT:
-            raise _error(dev, f">>>> goacc_exit_data_internal UNHANDLED kind {k:#04x}")
+            raise error(dev, f">>>> goacc_exit_data_internal UNHANDLED kind {k:#04x}")
     for it in items:
         k = kinds.base(it.kind)
         if k in _DETACH:
-            _detach_pointer(dev, dev.map.lookup(it.addr, it.addr + PTR), it.addr,
-                            finalize=k == kinds.FORCE_DETACH)
+            detach_pointer(dev, dev.map.lookup(it.addr, it.addr + PTR), it.addr,
+                           finalize=k == kinds.FORCE_DETACH)
     copies = {}       # owner -> the construct's copyouts in it (a struct's members)
     for it in items:
         k = kinds.base(it.kind)
         e = _exit_entry(dev, it) if k in _EXIT else None
-        if e is None or _owner(e).refcount == INFINITY:
+        if e is None or owner(e).refcount == INFINITY:
             continue
-        o = _owner(e)
+        o = owner(e)
         if k in (kinds.FROM, kinds.FORCE_FROM):
             copies.setdefault(o, []).append((e, it))
-        _ref((o,), -o.dynamic_refcount if k in _FINALIZE else -(o.dynamic_refcount > 0),
-             dynamic=True)
+        ref((o,), -o.dynamic_refcount if k in _FINALIZE else -(o.dynamic_refcount > 0),
+            dynamic=True)
         if o.refcount == 0:
             for m, c in copies.pop(o, ()):
-                _copy_from(dev, m, c.addr, c.size)
-            _release(dev, (), (), False, [o])
+                copy_from(dev, m, c.addr, c.size)
+            release(dev, (), (), False, [o])
 
 
 _EXIT = {kinds.FROM, kinds.FORCE_FROM, kinds.DELETE, kinds.RELEASE, kinds.TO_PSET,
@@ -76,11 +77,11 @@ def _exit_entry(dev, it):
     if e is None:
         return None
     if it.addr < e.host_start or it.addr + size > e.host_end:
-        raise _error(dev, f"[{it.addr:#x},+{size}] outside mapped block "
-                          f"[{e.host_start:#x},+{e.host_end - e.host_start}]")
-    o = _owner(e)
+        raise error(dev, f"[{it.addr:#x},+{size}] outside mapped block "
+                         f"[{e.host_start:#x},+{e.host_end - e.host_start}]")
+    o = owner(e)
     if o.refcount != INFINITY and o.refcount < o.dynamic_refcount:
-        raise _error(dev, "Dynamic reference counting assert fail")
+        raise error(dev, "Dynamic reference counting assert fail")
     return e
 
 
@@ -96,21 +97,21 @@ def _update(dev, items) -> None:
         if k == kinds.ALWAYS_POINTER:   # the pointer gets the previous item's device address
             e = dev.map.lookup(it.addr, it.addr + PTR)
             if previous is not None and e is not None:
-                _write_pointer(dev, e.dev_start + (it.addr - e.host_start), previous)
+                write_pointer(dev, e.dev_start + (it.addr - e.host_start), previous)
             previous = None
             continue
         if k not in (kinds.TO, kinds.FORCE_TO, kinds.FROM, kinds.FORCE_FROM):
-            raise _error(dev, f">>>> GOACC_update UNHANDLED kind {k:#04x}")
+            raise error(dev, f">>>> GOACC_update UNHANDLED kind {k:#04x}")
         e = dev.map.lookup(it.addr, it.addr + it.size)
         inside = e is not None and e.host_start <= it.addr and it.addr + it.size <= e.host_end
         previous = None
         if not inside and k in (kinds.TO, kinds.FROM):
             continue
         if e is None:
-            raise _error(dev, f"[{it.addr:#x},{it.size}] is not mapped")
+            raise error(dev, f"[{it.addr:#x},{it.size}] is not mapped")
         if not inside:
-            raise _error(dev, f"trying to update {_range(it.addr, it.size)} when only "
-                              f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
+            raise error(dev, f"trying to update {span(it.addr, it.size)} when only "
+                             f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
         d = e.dev_start + (it.addr - e.host_start)      # all bytes, attached pointers too
         if k & kinds.FLAG_TO:
             later(dev.plugin.host2dev, dev.local, d, it.addr, it.size, keep=e)
@@ -153,9 +154,9 @@ def check_free(dev, d: int) -> None:
     with dev.lock:
         e = _at_device_address(dev, d)
         if e is not None:
-            raise _error(dev, f"refusing to free device memory space at {d:#x} that is "
-                              f"still mapped at [{e.host_start + (d - e.dev_start):#x},"
-                              f"+{e.host_end - e.host_start}]")
+            raise error(dev, f"refusing to free device memory space at {d:#x} that is "
+                             f"still mapped at [{e.host_start + (d - e.dev_start):#x},"
+                             f"+{e.host_end - e.host_start}]")
 
 
 def device_memory(dev):
@@ -170,7 +171,7 @@ def device_memory(dev):
             if (e.refcount == INFINITY and not e.associated) or e.host_end == e.host_start:
                 continue
             lo, hi = e.dev_start, e.dev_start + (e.host_end - e.host_start)
-            key = id(_block(e))
+            key = id(block(e))
             old = spans.get(key, (lo, hi))
             spans[key] = (min(lo, old[0]), max(hi, old[1]))
             slots += [e.dev_start + off for off in e.attached or ()]
@@ -181,13 +182,13 @@ def map_data(dev, h: int, d: int, size: int) -> None:
     """acc_map_data: ``[h, h+size)`` maps to the caller's device memory at ``d``, with an
     infinite count, until acc_unmap_data."""
     if not (h and d and size):
-        raise _error(dev, f"[{h:#x},+{size}]->[{d:#x},+{size}] is a bad map")
+        raise error(dev, f"[{h:#x},+{size}]->[{d:#x},+{size}] is a bad map")
     with dev.lock:
         if dev.map.lookup(h, h + size) is not None:
-            raise _error(dev, f"host address [{h:#x}, +{size}] is already mapped")
+            raise error(dev, f"host address [{h:#x}, +{size}] is already mapped")
         if _at_device_address(dev, d, size) is not None:
-            raise _error(dev, f"device address [{d:#x}, +{size}] is already mapped")
-        _birth(dev, h, h + size, d, refcount=INFINITY, associated=True)
+            raise error(dev, f"device address [{d:#x}, +{size}] is already mapped")
+        birth(dev, h, h + size, d, refcount=INFINITY, associated=True)
 
 
 def unmap_data(dev, h: int) -> None:
@@ -195,16 +196,16 @@ def unmap_data(dev, h: int) -> None:
     with dev.lock:
         e = dev.map.lookup(h, h + 1)
         if e is None:
-            raise _error(dev, f"{h:#x} is not a mapped block")
+            raise error(dev, f"{h:#x} is not a mapped block")
         size = e.host_end - e.host_start
         if e.host_start != h:
-            raise _error(dev, f"[{e.host_start:#x},{size}] surrounds {h:#x}")
+            raise error(dev, f"[{e.host_start:#x},{size}] surrounds {h:#x}")
         if e.refcount != INFINITY:
-            raise _error(dev, f"refusing to unmap block [{h:#x},+{size}] that has not "
-                              f"been mapped by 'acc_map_data'")
+            raise error(dev, f"refusing to unmap block [{h:#x},+{size}] that has not "
+                             f"been mapped by 'acc_map_data'")
         if not e.associated:
-            raise _error(dev, "cannot unmap target block")
-        _death(dev, e)
+            raise error(dev, "cannot unmap target block")
+        death(dev, e)
 
 
 def attach(dev, ptr: int) -> None:
@@ -212,8 +213,8 @@ def attach(dev, ptr: int) -> None:
     with dev.lock:
         e = dev.map.lookup(ptr, ptr + PTR)
         if e is None:
-            raise _error(dev, "struct not mapped for acc_attach")
-        _attach_pointer(dev, e, ptr)
+            raise error(dev, "struct not mapped for acc_attach")
+        attach_pointer(dev, e, ptr)
 
 
 def detach(dev, ptr: int, finalize=False) -> None:
@@ -221,5 +222,5 @@ def detach(dev, ptr: int, finalize=False) -> None:
     with dev.lock:
         e = dev.map.lookup(ptr, ptr + PTR)
         if e is None:
-            raise _error(dev, "struct not mapped for acc_detach")
-        _detach_pointer(dev, e, ptr, finalize)
+            raise error(dev, "struct not mapped for acc_detach")
+        detach_pointer(dev, e, ptr, finalize)

@@ -12,7 +12,7 @@ A construct (or an acc_* routine) that profiles makes a `Record`, current for it
 thread while it runs (libgomp's per-thread prof_info): the events inside it (alloc,
 create, upload, launch, ...) use its device, queue and construct.  Their order is the
 order of the work: `queued` events go into the construct's list of deferred device work
-(`mapping.later`), so a synchronous construct dispatches each when its place comes,
+(`deferred.later`), so a synchronous construct dispatches each when its place comes,
 and an async one (`acc.run`) dispatches them all when it queues its work, with the
 enqueue events of its copies and launches (`expand`).
 """
@@ -23,7 +23,7 @@ import ctypes
 import struct
 import threading
 
-from . import mapping
+from . import deferred
 
 EVENTS = ("none", "device_init_start", "device_init_end", "device_shutdown_start",
           "device_shutdown_end", "runtime_shutdown", "create", "delete", "alloc", "free",
@@ -291,12 +291,12 @@ def _queued_fire(rec, event, info, fields):
 
 
 def queued(rec, event, info=None, **fields):
-    """`fire` in the order of the device work (`mapping.later`): now, or where a
+    """`fire` in the order of the device work (`deferred.later`): now, or where a
     deferred construct's work does it (`acc.run`).  Returns the event info."""
     if info is None:
         info = rec.event_info()
     if mask >> event & 1:
-        mapping.later(_queued_fire, rec, event, info, fields)
+        deferred.later(_queued_fire, rec, event, info, fields)
     return info
 
 
@@ -311,7 +311,7 @@ def pair(rec, start_event, fn, *args, **fields):
 
 def worked(rec) -> None:
     """In the order of the device work: ``rec``'s device has done work for it."""
-    mapping.later(_worked, rec)
+    deferred.later(_worked, rec)
 
 
 def is_event(work_item) -> bool:
@@ -398,7 +398,7 @@ def watch(dev) -> None:
 
 
 def entry(event, e) -> None:
-    """acc_ev_create / acc_ev_delete of a map entry (mapping's `_birth`, `_death`)."""
+    """acc_ev_create / acc_ev_delete of a map entry (entries' `birth`, `death`)."""
     rec = current()
     if rec is not None:
         queued(rec, event, implicit=1, var_name=None, bytes=e.host_end - e.host_start,

@@ -52,7 +52,7 @@ class Device:
         self.map = IntervalMap()
         self.loaded = {}                # id(table) -> (table, image, [entries])
         self.stood_in_for = set()       # the initial device: numbers it fell back for
-        self.spare_results = []         # device memory for kernel results (mapping.Call)
+        self.spare_results = []         # device memory for kernel results (calls.Call)
         self._identity = None
 
     def __repr__(self):

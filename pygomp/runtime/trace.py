@@ -5,11 +5,11 @@ Every compile, image load, allocation, free, copy (bytes, direction), kernel lau
 complete event ("ph": "X") with its start and duration in microseconds.  A device is
 a process of the trace (pid: its device number, named as messages name it) and each
 Python thread a thread of it, so Perfetto (ui.perfetto.dev) and chrome://tracing show
-one track a device and a thread.  The file is written when the program ends.
+one track per device and thread.  The file is written when the program ends.
 
 Tracing wraps the plugins' checked operations (`instrument`, for each plugin the runtime
 loads) and the mapping layer's entry points (`start`), so that without
-PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`mapping.Call`) go
+PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`calls.Call`) go
 through `mapping.target` while tracing, so every map and unmap is seen.
 """
 from __future__ import annotations

@@ -54,10 +54,6 @@ TIMEOUT = 120
 # host code and the maps see the same memory; what remains is where a device would
 # keep a copy of its own.
 SEPARATE_MEMORY = {
-    "libgomp.c-c++-common/ptr-attach-1.c":
-        "map(gp[:N]) of a declare target pointer attaches gp, which is the host's own, to "
-        "the device's copy of gp[:N]; the region's host code writes there, and the host "
-        "reads gp's old block",
     "libgomp.c/target-link-1.c":
         "expects the 'to' variable b's device copy to keep its initial value while the host "
         "changes b (no shared memory), or shared_mem to be set (shared memory); on the host "

@@ -12,6 +12,8 @@ static float s[3] = {1, 2, 3};
 #pragma omp declare target to(v, h, s)
 int k[10];
 #pragma omp declare target link(k)
+int *gp;
+#pragma omp declare target to(gp)
 
 #pragma omp declare target
 static void bump(void) { v[7] += 1; }
@@ -43,6 +45,15 @@ int main(int argc, char **argv)
     #pragma omp target enter data map(to: v)           /* present: counts nothing */
     #pragma omp target exit data map(delete: v)
     CHECK(omp_target_is_present(v, d));
+    int block[4] = {1, 2, 3, 4};
+    gp = block;
+    #pragma omp target map(gp[:4])      /* attaches gp, the host's own, for the region */
+    {
+        for (int i = 0; i < 4; ++i)
+            gp[i] += 10;
+    }
+    CHECK(gp == block);                   /* its value again after the region */
+    CHECK(block[0] == 11 && block[3] == 14);
     int copy[20];
     memcpy(copy, v, sizeof v);
     #pragma omp target update from(v)

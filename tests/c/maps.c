@@ -86,6 +86,26 @@ static void reference_counts(void)
     CHECK(!omp_target_is_present(v, dev));
 }
 
+/* A region repeated in a loop follows the map: present, absent, present again. */
+static void repeated_region_follows_the_map(void)
+{
+    double a[4] = {0, 0, 0, 0};
+    #pragma omp target enter data map(to: a)
+    for (int i = 0; i < 6; i++) {
+        if (i == 2) {
+            #pragma omp target exit data map(from: a)   /* device 2 -> host */
+        }
+        if (i == 4) {
+            #pragma omp target enter data map(to: a)
+        }
+        #pragma omp target map(tofrom: a)
+        a[0] += 1;
+        CHECK(a[0] == (i < 2 ? 0 : i < 4 ? i + 1 : 4));     /* present: not copied back */
+    }
+    #pragma omp target exit data map(from: a)
+    CHECK(a[0] == 6);
+}
+
 static void always(void)
 {
     int a[4] = {1, 2, 3, 4};
@@ -287,6 +307,7 @@ int main(void)
     implicit_arrays_are_tofrom();
     stale_without_map();
     reference_counts();
+    repeated_region_follows_the_map();
     always();
     sections_and_updates();
     zero_length_sections();

@@ -1,0 +1,47 @@
+"""Device work that map operations make (copies, frees, launches), done at once or, in a
+`deferred` block, collected for an OpenACC async queue: the map changes at the construct
+and its data moves when the queue gets there, as in libgomp."""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+_thread = threading.local()
+
+
+@contextlib.contextmanager
+def deferred():
+    """Inside this block the map changes at once, but the device work that map
+    operations make is not done: it is collected, in order, in the list the block gets,
+    for an async queue to do with `do`.  The work of an operation that raised must be
+    dropped."""
+    work = []
+    with collecting(work):
+        yield work
+
+
+@contextlib.contextmanager
+def collecting(work):
+    """Collect work into the list ``work`` (None: do it at once) inside the block."""
+    outer = getattr(_thread, "work", None)
+    _thread.work = work
+    try:
+        yield
+    finally:
+        _thread.work = outer
+
+
+def later(fn, *args, keep=None) -> None:
+    """``fn(*args)`` now, or in a `deferred` block's list, with ``keep`` (what owns the
+    host memory the work reads or writes) kept alive until it is done."""
+    work = getattr(_thread, "work", None)
+    if work is None:
+        fn(*args)
+    else:
+        work.append((fn, args, keep))
+
+
+def do(work) -> None:
+    """The deferred device work, in order."""
+    for fn, args, _ in work:
+        fn(*args)
