@@ -344,7 +344,7 @@ def pg_py_at_exit():
     devices.finalize_all()
     if accprof.mask:
         rec = accprof.start(accprof.construct_runtime_api, acc.device_none, -1)
-        accprof.fire(rec, accprof.ev_runtime_shutdown)
+        accprof.fire(rec or accprof.current(), accprof.ev_runtime_shutdown)
         accprof.finish(rec)
 
 
