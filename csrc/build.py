@@ -56,6 +56,7 @@ extern "Python" int64_t pg_py_acc_data(int op, int flags, size_t mapnum, uint64_
                                        uintptr_t *hostaddrs, int async, int num_waits,
                                        int *waits);
 extern "Python" int pg_py_acc(int routine, uint64_t *words, int async, uint64_t *result);
+extern "Python" void pg_py_prof_mask(void);
 extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t element_size,
                                              int num_dims, const size_t *volume,
                                              const size_t *dst_offsets,
@@ -63,6 +64,49 @@ extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t 
                                              const size_t *dst_dimensions,
                                              const size_t *src_dimensions,
                                              int dst_device_num, int src_device_num);
+"""
+
+# acc_prof.h's types as prof.c names them (pygomp/runtime/accprof.py fills them).
+PROF_TYPES = """
+typedef struct {
+    int event_type, valid_bytes, version, device_type, device_number, thread_id;
+    long async, async_queue;
+    const char *src_file, *func_name;
+    int line_no, end_line_no, func_line_no, func_end_line_no;
+} pg_prof_info;
+typedef struct {
+    int event_type, valid_bytes, parent_construct, implicit;
+    void *tool_info;
+    const char *var_name;
+    unsigned long bytes;
+    const void *host_ptr, *device_ptr;
+} pg_data_event_info;
+typedef struct {
+    int event_type, valid_bytes, parent_construct, implicit;
+    void *tool_info;
+    const char *kernel_name;
+    unsigned long num_gangs, num_workers, vector_length;
+} pg_launch_event_info;
+typedef struct {
+    int event_type, valid_bytes, parent_construct, implicit;
+    void *tool_info;
+} pg_other_event_info;
+typedef union {
+    int event_type;
+    pg_data_event_info data_event;
+    pg_launch_event_info launch_event;
+    pg_other_event_info other_event;
+} pg_event_info;
+typedef struct {
+    int device_api, valid_bytes, device_type, vendor;
+    const void *device_handle, *context_handle, *async_handle;
+} pg_api_info;
+void acc_prof_register(int ev, void (*cb)(pg_prof_info *, pg_event_info *, pg_api_info *),
+                       int reg);
+void acc_prof_unregister(int ev, void (*cb)(pg_prof_info *, pg_event_info *, pg_api_info *),
+                         int reg);
+void pg_prof_dispatch(pg_prof_info *prof, pg_event_info *event, pg_api_info *api);
+uint64_t pg_prof_attach(void);
 """
 
 # The helpers of shim.c that abi.py calls.
@@ -96,6 +140,7 @@ acc_memcpy_from_device_async acc_attach acc_attach_async acc_detach acc_detach_a
 acc_detach_finalize acc_detach_finalize_async acc_async_test acc_async_test_all acc_wait
 acc_async_wait acc_wait_all acc_async_wait_all acc_wait_async acc_wait_all_async
 acc_get_property acc_get_property_string
+acc_prof_register acc_prof_unregister acc_prof_lookup acc_register_library
 GOMP_target GOMP_target_data GOMP_target_update GOACC_parallel
 omp_pause_resource omp_pause_resource_all
 omp_get_num_devices_ omp_get_default_device_ omp_set_default_device_
@@ -112,7 +157,7 @@ abi.attach(ffi, lib)
 
 def sources() -> list[Path]:
     """The files whose content decides the library (part of the cache key)."""
-    return [HERE / "shim.c", HERE / "contract.py", Path(__file__).resolve()]
+    return [HERE / "shim.c", HERE / "prof.c", HERE / "contract.py", Path(__file__).resolve()]
 
 
 def build(directory: str, python: str = sys.executable, cc: str = "gcc") -> str:
@@ -133,11 +178,11 @@ def build(directory: str, python: str = sys.executable, cc: str = "gcc") -> str:
 def _build(out, work, python, cc, cffi):
     ffi = cffi.FFI()
     ffi.embedding_api("")
-    ffi.cdef(PYTHON_HALF + C_HELPERS)
+    ffi.cdef(PYTHON_HALF + PROF_TYPES + C_HELPERS)
     ffi.set_source(MODULE, f'#define PYGOMP_PYTHON "{_c_string(python)}"\n'
                            + contract.c_text()
                            + PYTHON_HALF.replace('extern "Python"', "static")
-                           + (HERE / "shim.c").read_text())
+                           + (HERE / "shim.c").read_text() + (HERE / "prof.c").read_text())
     ffi.embedding_init_code(INIT)
     c_file = work / f"{MODULE}.c"
     with contextlib.redirect_stdout(io.StringIO()):      # cffi says "generating ..."

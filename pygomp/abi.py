@@ -34,8 +34,8 @@ from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
 from . import acc, api
-from .runtime import (accmap, calls, deferred, devices, elf_tables, env, gcc_images,
-                      images, kinds, mapping, trace)
+from .runtime import (accmap, accprof, calls, deferred, devices, elf_tables, env,
+                      gcc_images, images, kinds, mapping, trace)
 from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -58,6 +58,7 @@ def attach(ffi_, lib_) -> None:
     for found in elf_tables.loaded():
         if found.variables:
             images.register(elf_tables.offload_table(found))
+    accprof.use_c(ffi, lib)
 
 
 def _on_error(exc_type, exc, tb):
@@ -172,13 +173,13 @@ _blocks = {}            # what omp_target_alloc gave C: address -> (device numbe
 _merging = threading.Lock()     # one write-back of host views at a time
 
 
-def _region_on_host(dev, fn, items, call, what, acc_=False):
+def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0, 0, 0)):
     """A region with no image on ``dev`` (a device whose memory the host cannot use):
     it maps on ``dev`` as the construct says (the same checks, counts and copies as a
     region there), and ``call(words)`` runs its host code on the host later in the
     construct's order (`_on_host`), then the construct ends as on the device.  Inside an
     async queue's `deferred.deferred` block the map changes now and the rest waits."""
-    r = mapping.begin(dev, items, acc=acc_)
+    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=acc_)
     ok = False
     try:
         spans, slots = accmap.device_memory(dev)        # now: entries may go at the end
@@ -197,11 +198,18 @@ def _region_on_host(dev, fn, items, call, what, acc_=False):
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
-        deferred.later(_on_host, dev, list(zip(r.args, anchors)), _merged(spans),
-                       sorted(slots), pointers, call, where)
+        work = (_on_host, dev, list(zip(r.args, anchors)), _merged(spans), sorted(slots),
+                pointers, call, where)
+        if rec:
+            _launch_later(rec, fn, launch, *work)
+        else:
+            deferred.later(*work)
         ok = True
     finally:
-        mapping.end(r, copy_back=ok)
+        if rec:
+            _exit(rec, r, ok)
+        else:
+            mapping.end(r, copy_back=ok)
 
 
 def _merged(spans):
@@ -319,7 +327,11 @@ def _data_region(region, hostaddrs):
 
 def pg_py_end_data(handle):
     region = _regions.pop(handle)
-    if region.acc:          # frees wait for the device's async queues
+    if region.acc and accprof.mask:
+        acc.profiled(accprof.construct_data, region.dev, acc.async_sync,
+                     accprof.ev_exit_data_start, acc.run, acc.async_sync,
+                     lambda: mapping.end(region), region.dev)
+    elif region.acc:          # frees wait for the device's async queues
         acc.run(acc.async_sync, lambda: mapping.end(region), region.dev)
     else:
         mapping.end(region)
@@ -330,8 +342,16 @@ def pg_py_at_exit():
     """The program's end (the embedded interpreter is never finalized, so Python's
     atexit does not run): release the devices, write the PYGOMP_PROFILE trace."""
     devices.finalize_all()
+    if accprof.mask:
+        rec = accprof.start(accprof.construct_runtime_api, acc.device_none, -1)
+        accprof.fire(rec or accprof.current(), accprof.ev_runtime_shutdown)
+        accprof.finish(rec)
     if trace.on:
         trace.write()
+
+
+def pg_py_prof_mask():
+    accprof.mask_changed()
 
 
 MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)
@@ -463,19 +483,42 @@ def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits
     else the region maps with OpenACC's counts and runs (an image, or the host code with
     device addresses), now or on queue ``async_`` after its earlier work."""
     dev = acc.current()
+    if accprof.mask:
+        rec = acc.prof_record(accprof.construct_parallel, dev)
+        if rec:
+            info = accprof.fire(rec, accprof.ev_compute_construct_start)
+            try:
+                return _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_,
+                                     num_waits, waits, dims)
+            finally:
+                accprof.fire(rec, accprof.ev_compute_construct_end, info)
+                accprof.finish(rec)
+    return _acc_parallel(None, dev, flags, fn, n, packed, hostaddrs, async_, num_waits,
+                         waits, dims)
+
+
+def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, waits,
+                  dims):
     if flags & HOST_FALLBACK or dev.is_initial:
+        if rec:
+            rec.set_device_type(acc.device_host)
         lib.pg_call_acc(fn, hostaddrs, acc.device_host)
         return 1
+    if rec:
+        rec.set_async(async_)
     if num_waits:
         acc.wait_list(async_, ffi.unpack(waits, num_waits))
     items = _items(n, packed)
     launch = tuple(ffi.unpack(dims, 3))
     if _has_image(dev, fn):     # the map changes now, its copies in take the host's bytes now
         launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
-        acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev,
-                stage=True)
+        if rec:
+            acc.run(async_, lambda: _acc_image(rec, dev, fn, items, launch), dev, stage=True)
+        else:
+            acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev,
+                    stage=True)
     elif dev.target == "host":
-        acc.run(async_, lambda: _acc_region(dev, fn, items), dev, stage=True)
+        acc.run(async_, lambda: _acc_region(dev, fn, items, rec, launch), dev, stage=True)
     else:
         env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
                                   f"the compute region at {fn:#x}: its host code runs on the "
@@ -484,20 +527,64 @@ def pg_py_acc_parallel(flags, fn, n, packed, hostaddrs, async_, num_waits, waits
         def call(words):
             lib.pg_call_acc(fn, ffi.new("uintptr_t[]", words or [0]), acc.device_host)
         acc.run(async_, lambda: _region_on_host(dev, fn, items, call, "compute region",
-                                                acc_=True), dev, stage=True)
+                                                acc_=True, rec=rec, launch=launch), dev,
+                stage=True)
     return 1
 
 
-def _acc_region(dev, fn, items):
+def _acc_region(dev, fn, items, rec=None, launch=(0, 0, 0)):
     """A compute region's host code on a host-plugin device, with device addresses."""
-    r = mapping.begin(dev, items, acc=True)
+    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=True)
     ok = False
     try:
         args = ffi.new("uintptr_t[]", r.args or [0])
-        deferred.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
+        if rec:
+            _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.region_type(dev))
+        else:
+            deferred.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
         ok = True
     finally:
-        mapping.end(r, copy_back=ok)
+        if rec:
+            _exit(rec, r, ok)
+        else:
+            mapping.end(r, copy_back=ok)
+
+
+def _acc_image(rec, dev, fn, items, launch):
+    """`mapping.target` for OpenACC with the events of its phases (`_enter`, `_exit`);
+    acc.run adds the launch's."""
+    dev.ensure_init()
+    address = mapping.function_address(dev, fn)
+    r = _enter(rec, dev, items)
+    ok = False
+    try:
+        deferred.later(dev.plugin.run, dev.local, address, r.args, launch)
+        ok = True
+    finally:
+        _exit(rec, r, ok)
+
+
+def _enter(rec, dev, items):
+    """A compute construct's map (mapping.begin), between its enter data events."""
+    info = accprof.queued(rec, accprof.ev_enter_data_start, implicit=1)
+    r = mapping.begin(dev, items, acc=True)
+    accprof.worked(rec)
+    accprof.queued(rec, accprof.ev_enter_data_end, info, implicit=1)
+    return r
+
+
+def _exit(rec, r, ok):
+    """A compute construct's unmap (mapping.end), between its exit data events."""
+    info = accprof.queued(rec, accprof.ev_exit_data_start, implicit=1)
+    mapping.end(r, copy_back=ok)
+    accprof.queued(rec, accprof.ev_exit_data_end, info, implicit=1)
+
+
+def _launch_later(rec, fn, launch, call, *args):
+    """``call(*args)``, a region's host code, as deferred work between its enqueue
+    launch events."""
+    for f, a, keep in accprof.launched(rec, [(call, args, None)], accprof.symbol(fn), launch):
+        deferred.later(f, *a, keep=keep)
 
 
 def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
@@ -505,6 +592,27 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
     wait.  On the host (the `if` clause false, or the current device is the host) data
     constructs do nothing."""
     dev = acc.current()
+    if accprof.mask:
+        rec = acc.prof_record(_CONSTRUCTS[op], dev, async_)
+        try:
+            return _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits,
+                             waits)
+        finally:
+            if rec:
+                accprof.finish(rec)
+    return _acc_data(None, dev, op, flags, n, packed, hostaddrs, async_, num_waits, waits)
+
+
+_CONSTRUCTS = {AccOp.DATA: accprof.construct_data, AccOp.ENTER: accprof.construct_enter_data,
+               AccOp.EXIT: accprof.construct_exit_data,
+               AccOp.ENTER_EXIT: accprof.construct_enter_data,
+               AccOp.UPDATE: accprof.construct_update,
+               AccOp.DECLARE: accprof.construct_declare, AccOp.WAIT: accprof.construct_wait}
+_STARTS = {AccOp.DATA: accprof.ev_enter_data_start, AccOp.ENTER: accprof.ev_enter_data_start,
+           AccOp.EXIT: accprof.ev_exit_data_start, AccOp.UPDATE: accprof.ev_update_start}
+
+
+def _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits, waits):
     waits = ffi.unpack(waits, num_waits) if num_waits else []
     if op == AccOp.WAIT:
         if waits:
@@ -516,9 +624,28 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
         return 1
     host = flags & HOST_FALLBACK or dev.is_initial
     items = _items(n, packed)
+    if op == AccOp.ENTER_EXIT and not host:
+        op = AccOp.ENTER if _entering(items) else AccOp.EXIT
+    if rec and op in _STARTS:
+        if op == AccOp.DATA and any(it.kind == kinds.USE_DEVICE_PTR for it in items):
+            rec.construct = accprof.construct_host_data
+        info = accprof.fire(rec, _STARTS[op])
+        try:
+            return _acc_data_now(rec, dev, host, op, items, hostaddrs, async_, waits)
+        finally:
+            if host:
+                rec.set_device_type(acc.device_host)
+            accprof.fire(rec, _STARTS[op] + 1, info)
+    return _acc_data_now(rec, dev, host, op, items, hostaddrs, async_, waits)
+
+
+def _acc_data_now(rec, dev, host, op, items, hostaddrs, async_, waits):
     if op == AccOp.DATA:
         if host:
             return _data_region(mapping.begin(devices.initial(), []), hostaddrs)
+        if rec:         # in acc.run: the events of its copies
+            return _data_region(acc.run(acc.async_sync, lambda: mapping.begin(
+                dev, items, acc=True), dev), hostaddrs)
         return _data_region(mapping.begin(dev, items, acc=True), hostaddrs)
     if host:
         return 1
@@ -528,8 +655,6 @@ def pg_py_acc_data(op, flags, n, packed, hostaddrs, async_, num_waits, waits):
     if op == AccOp.DECLARE:
         acc.run(acc.async_sync, lambda: _declare(dev, items), dev)
         return 1
-    if op == AccOp.ENTER_EXIT:
-        op = AccOp.ENTER if _entering(items) else AccOp.EXIT
     job = {AccOp.ENTER: lambda: mapping.enter_data(dev, items, acc=True),
            AccOp.EXIT: lambda: accmap.exit_data(dev, items),
            AccOp.UPDATE: lambda: accmap.update(dev, items)}[op]

@@ -35,7 +35,17 @@ import threading
 from contextlib import contextmanager
 
 from .constructs import array_item, one_clause
-from .runtime import accmap, deferred, devices, env, kinds, mapping, tasks
+from .runtime import accmap, accprof, deferred, devices, env, kinds, mapping, tasks
+from .runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noqa: F401
+                              ev_compute_construct_start, ev_create, ev_delete,
+                              ev_device_init_end, ev_device_init_start,
+                              ev_device_shutdown_end, ev_device_shutdown_start,
+                              ev_enqueue_download_end, ev_enqueue_download_start,
+                              ev_enqueue_launch_end, ev_enqueue_launch_start,
+                              ev_enqueue_upload_end, ev_enqueue_upload_start,
+                              ev_enter_data_end, ev_enter_data_start, ev_exit_data_end,
+                              ev_exit_data_start, ev_free, ev_none, ev_runtime_shutdown,
+                              ev_update_end, ev_update_start, ev_wait_end, ev_wait_start)
 from .runtime.mapping import Item, MappingError
 
 device_none, device_default, device_host, device_host_nonshm = 0, 1, 2, 3
@@ -155,7 +165,62 @@ def _choice():
 
 def current():
     """This thread's current device (chosen on first use, as acc_init would)."""
-    return _mine() or _select(*_choice())
+    dev = _mine()
+    if dev is None:
+        choice = _choice()
+        if accprof.mask and not _active:     # the runtime's first device: its init events
+            return _initializing(device_default, choice[1], accprof.construct_parallel, 1,
+                                 _select, *choice)
+        dev = _select(*choice)
+    return dev
+
+
+# -- the profiling interface (pygomp.runtime.accprof) -----------------------------------
+
+_APIS = {"cuda": accprof.device_api_cuda, "opencl": accprof.device_api_opencl}
+
+
+def prof_register(event: int, fn, how: int = accprof.reg) -> None:
+    """acc_prof_register: ``fn(prof_info, event_info, api_info)`` at each ``event``
+    (``acc.ev_*``), with the fields of acc_prof.h (``async`` through getattr)."""
+    accprof.register(event, fn, how)
+
+
+def prof_unregister(event: int, fn, how: int = accprof.reg) -> None:
+    """acc_prof_unregister."""
+    accprof.unregister(event, fn, how)
+
+
+def prof_record(construct, dev, q=async_sync, implicit=0):
+    """A profiling record for a construct on ``dev`` (None if an outer one's is current)."""
+    t = type_of(dev)
+    devs = _devices_of(device_host_nonshm if t == device_host and not dev.is_initial else t)
+    if not dev.is_initial:
+        accprof.watch(dev)
+    return accprof.start(construct, t, devs.index(dev) if dev in devs else 0, q,
+                         _APIS.get(dev.plugin.name, accprof.device_api_none), implicit)
+
+
+def profiled(construct, dev, q, event, fn, *args):
+    """``fn(*args)`` between ``event`` and its end event, in a record of its own (or in
+    the current one)."""
+    rec = prof_record(construct, dev, q)
+    try:
+        return accprof.pair(rec or accprof.current(), event, fn, *args)
+    finally:
+        accprof.finish(rec)
+
+
+def _initializing(t, num, construct, implicit, fn, *args):
+    """``fn(*args)`` between the device init events (the type and number asked for);
+    meanwhile the thread has no device type yet (`get_device_type`)."""
+    rec = accprof.start(construct, t, num, implicit=implicit)
+    _thread.initializing = True
+    try:
+        return accprof.pair(rec or accprof.current(), ev_device_init_start, fn, *args)
+    finally:
+        _thread.initializing = False
+        accprof.finish(rec)
 
 
 def get_num_devices(t=device_default) -> int:
@@ -176,6 +241,8 @@ def set_device_type(t) -> None:
 
 def get_device_type() -> int:
     """This thread's device type (choosing no device, as libgomp's does not)."""
+    if getattr(_thread, "initializing", False):    # asked by a device_init callback
+        return device_none
     dev = _mine()
     if dev is not None:
         return type_of(dev)
@@ -236,14 +303,17 @@ def get_property(num, t, prop):
 def init(t=device_default) -> None:
     """acc_init: initialize the device of type ``t`` and number ACC_DEVICE_NUM (or the
     number set), and make it this thread's."""
-    t = _resolve(t)
+    asked, t = t, _resolve(t)
     with _lock:
         num = _selected.get("num", _environment()[1])
         devs = _devices_of(t)
         if 0 <= num < len(devs) and devs[num] in _active:
             raise MappingError("device already active")
         _selected["type"] = t
-    _select(t, num)
+    if accprof.mask:
+        _initializing(asked, num, accprof.construct_runtime_api, 0, _select, t, num)
+    else:
+        _select(t, num)
 
 
 def shutdown(t=device_default) -> None:
@@ -254,13 +324,21 @@ def shutdown(t=device_default) -> None:
     if not devs:
         raise MappingError("no device initialized")
     for dev in devs:
-        _wait_queues(dev, list(_queues_of(dev)))
-        if not dev.is_initial:
-            with dev.lock:
-                mapping.release_all(dev)
+        if accprof.mask:
+            profiled(accprof.construct_runtime_api, dev, async_sync, ev_device_shutdown_start,
+                     _shut, dev)
+        else:
+            _shut(dev)
     with _lock:
         _active.difference_update(devs)
         _shutdowns[0] += 1
+
+
+def _shut(dev):
+    _wait_queues(dev, list(_queues_of(dev)))
+    if not dev.is_initial:
+        with dev.lock:
+            mapping.release_all(dev)
 
 
 def on_device(t) -> bool:
@@ -355,16 +433,38 @@ def run(q, fn, dev=None, stage=False):
     stage them: what the construct copies in is what the host held when it was reached."""
     _check_async(q)
     dev = dev or current()
+    if accprof.mask:
+        return _profiled_run(q, fn, dev, stage)
     with deferred.deferred() as work:
         result = fn()
+    return _run(q, work, dev, stage, result)
+
+
+def _profiled_run(q, fn, dev, stage):
+    """`run` in a profiling record (an acc_* routine's, unless a construct's is
+    current), with the events of its device work (`accprof.expand`)."""
+    rec = prof_record(accprof.construct_runtime_api, dev, q)
+    try:
+        with deferred.deferred() as work:
+            result = fn()
+        return _run(q, accprof.expand(work, dev), dev, stage, result)
+    finally:
+        accprof.finish(rec)
+
+
+def _run(q, work, dev, stage, result):
     frees = [w for w in work if w[0] == dev.plugin.free]
     if q == async_sync:
         if frees:
             _wait_queues(dev, _queues_of(dev))
         deferred.do(work)
         return result
-    rest = [_staged(w) if stage and w[0] == dev.plugin.host2dev else w
-            for w in work if w[0] != dev.plugin.free]
+    rest = []       # in order: events now (an async construct's), staged copies now
+    for w in work:
+        if accprof.is_event(w):
+            deferred.do([w])
+        elif w[0] != dev.plugin.free:
+            rest.append(_staged(w) if stage and w[0] == dev.plugin.host2dev else w)
     enqueue(dev, q, lambda: deferred.do(rest))
     if frees:
         enqueue(dev, q, lambda: deferred.do(frees), after=_queues_of(dev))
@@ -403,7 +503,11 @@ def wait(q=None) -> None:
     dev = current()
     if q is not None:
         _check_async(q)
-    _wait_queues(dev, _queues_of(dev) if q is None else [q])
+    qs = _queues_of(dev) if q is None else [q]
+    if accprof.mask:
+        return profiled(accprof.construct_runtime_api, dev, async_sync if q is None else q,
+                        ev_wait_start, _wait_queues, dev, qs)
+    _wait_queues(dev, qs)
 
 
 def wait_async(q1, q2) -> None:
@@ -487,7 +591,12 @@ def malloc(size) -> int:
     if not size:
         return 0
     dev = current()
-    d = dev.plugin.alloc(dev.local, size)
+    rec = accprof.mask and prof_record(accprof.construct_runtime_api, dev)
+    try:
+        d = dev.plugin.alloc(dev.local, size)
+    finally:
+        if rec:
+            accprof.finish(rec)
     with _lock:
         _allocated[dev, d] = size
     return d
@@ -507,8 +616,13 @@ def free(d) -> None:
     if not dev.is_initial:
         accmap.check_free(dev, d)
     with _lock:
-        if _allocated.pop((dev, d), None) is None:
-            raise MappingError("error in freeing device memory in acc_free")
+        size = _allocated.pop((dev, d), None)
+    if size is None:
+        raise MappingError("error in freeing device memory in acc_free")
+    rec = accprof.mask and prof_record(accprof.construct_runtime_api, dev)
+    if rec:
+        accprof.fire(rec, ev_free, var_name=None, bytes=size, host_ptr=None, device_ptr=d)
+        accprof.finish(rec)
     dev.plugin.free(dev.local, d)
 
 
@@ -633,8 +747,16 @@ def data(**clauses):
             named.append((name, array_item(a, _CLAUSES[name])))
     items = one_clause("acc.data", named)
     dev = current()
-    region = mapping.begin(dev, items, acc=True)
+    if accprof.mask:
+        region = profiled(accprof.construct_data, dev, async_sync, ev_enter_data_start, run,
+                          async_sync, lambda: mapping.begin(dev, items, acc=True), dev)
+    else:
+        region = mapping.begin(dev, items, acc=True)
     try:
         yield dev
     finally:
-        run(async_sync, lambda: mapping.end(region), dev)
+        if accprof.mask:
+            profiled(accprof.construct_data, dev, async_sync, ev_exit_data_start, run,
+                     async_sync, lambda: mapping.end(region), dev)
+        else:
+            run(async_sync, lambda: mapping.end(region), dev)

@@ -51,6 +51,7 @@ def run(text, tmp_path, mpi=0):
 def test_every_block_is_tested():
     assert len(BLOCKS) == len(blocks())        # one block a section: names stay unique
     assert set(BLOCKS) == {"Kernels", "NVIDIA GPUs", "Data mapping", "OpenACC: `pygomp.acc`",
+                           "Profiling: OpenACC's interface for tools",
                            "Shared arrays over MPI ranks: `pygomp.upc`"}
 
 
@@ -74,6 +75,13 @@ def test_openacc(tmp_path):
     rc, out, err = run(BLOCKS["OpenACC: `pygomp.acc`"], tmp_path)
     assert rc == 0, err
     assert out.strip() == "[2. 2. 2.]"
+
+
+def test_openacc_profiling(tmp_path):
+    """On an offload device the events it names; on the initial device alone, none."""
+    rc, out, err = run(BLOCKS["Profiling: OpenACC's interface for tools"], tmp_path)
+    assert rc == 0, err
+    assert out.split() in (["alloc", "8000", "enqueue_upload_start", "8000"], [])
 
 
 def test_cupy_arrays_in_place(tmp_path):

@@ -8,7 +8,7 @@ import ctypes
 import math
 from collections import namedtuple
 
-from . import env
+from . import accprof, env
 from .deferred import later
 
 INFINITY = math.inf       # images' functions and variables, associated pointers, acc_map_data
@@ -99,6 +99,8 @@ def birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
     """A new entry in the map (ValueError if it overlaps one)."""
     e = Entry(host_start, host_end, dev_start, **fields)
     dev.map.insert(e)
+    if accprof.mask:
+        accprof.entry(accprof.ev_create, e)
     return e
 
 
@@ -107,6 +109,8 @@ def death(dev, e) -> None:
     its count becomes 0, so that constructs that still hold it leave it alone.  It lets
     go of its host objects: work queued before it may still copy to or from them, so
     they go with the queued free (an async queue frees after all its device's work)."""
+    if accprof.mask:
+        accprof.entry(accprof.ev_delete, e)
     e.refcount = e.dynamic_refcount = 0
     held = []
     for m in e.group or (e,):
