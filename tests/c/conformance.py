@@ -395,7 +395,7 @@ def runs(suite: str, lib: str) -> dict:
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("OMP_", "PYGOMP_", "ACC_", "LD_PRELOAD"))}
     shim_host = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="host")
-    shim_initial = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="")
+    shim_initial = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="none")
     if suite == OPENACC_SUITE:
         return {"libgomp": (ACC_HOST, dict(base, ACC_DEVICE_TYPE="host")),
                 "shim": (ACC_DEVICE, shim_host),
