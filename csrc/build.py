@@ -66,41 +66,8 @@ extern "Python" int pg_py_target_memcpy_rect(void *dst, const void *src, size_t 
                                              int dst_device_num, int src_device_num);
 """
 
-# acc_prof.h's types as prof.c names them (pygomp/runtime/accprof.py fills them).
-PROF_TYPES = """
-typedef struct {
-    int event_type, valid_bytes, version, device_type, device_number, thread_id;
-    long async, async_queue;
-    const char *src_file, *func_name;
-    int line_no, end_line_no, func_line_no, func_end_line_no;
-} pg_prof_info;
-typedef struct {
-    int event_type, valid_bytes, parent_construct, implicit;
-    void *tool_info;
-    const char *var_name;
-    unsigned long bytes;
-    const void *host_ptr, *device_ptr;
-} pg_data_event_info;
-typedef struct {
-    int event_type, valid_bytes, parent_construct, implicit;
-    void *tool_info;
-    const char *kernel_name;
-    unsigned long num_gangs, num_workers, vector_length;
-} pg_launch_event_info;
-typedef struct {
-    int event_type, valid_bytes, parent_construct, implicit;
-    void *tool_info;
-} pg_other_event_info;
-typedef union {
-    int event_type;
-    pg_data_event_info data_event;
-    pg_launch_event_info launch_event;
-    pg_other_event_info other_event;
-} pg_event_info;
-typedef struct {
-    int device_api, valid_bytes, device_type, vendor;
-    const void *device_handle, *context_handle, *async_handle;
-} pg_api_info;
+# prof.c's entry points that Python calls; its struct types come from prof.c itself.
+PROF_DECLS = """
 void acc_prof_register(int ev, void (*cb)(pg_prof_info *, pg_event_info *, pg_api_info *),
                        int reg);
 void acc_prof_unregister(int ev, void (*cb)(pg_prof_info *, pg_event_info *, pg_api_info *),
@@ -178,7 +145,7 @@ def build(directory: str, python: str = sys.executable, cc: str = "gcc") -> str:
 def _build(out, work, python, cc, cffi):
     ffi = cffi.FFI()
     ffi.embedding_api("")
-    ffi.cdef(PYTHON_HALF + PROF_TYPES + C_HELPERS)
+    ffi.cdef(PYTHON_HALF + _prof_types() + PROF_DECLS + C_HELPERS)
     ffi.set_source(MODULE, f'#define PYGOMP_PYTHON "{_c_string(python)}"\n'
                            + contract.c_text()
                            + PYTHON_HALF.replace('extern "Python"', "static")
@@ -203,6 +170,12 @@ def _build(out, work, python, cc, cffi):
         raise RuntimeError(f"building libpygomp.so failed:\n$ {' '.join(cmd)}\n{done.stderr}")
     os.replace(partial, target)          # atomic: another process may be building too
     return str(target)
+
+
+def _prof_types() -> str:
+    """prof.c's struct types (acc_prof.h's layout), for cffi: written once, in prof.c."""
+    text = (HERE / "prof.c").read_text()
+    return text[text.index("/* types: begin */"):text.index("/* types: end */")]
 
 
 def _c_string(text: str) -> str:

@@ -8,7 +8,9 @@
    tests one word of its own before it does anything: a copy of pg_prof_mask (bit E set
    while a callback for event E is registered and enabled), read again at each change. */
 
-/* acc_prof.h's types (GCC 12's layout, LP64). */
+/* acc_prof.h's types (GCC 12's layout, LP64), as this file names them; build.py gives
+   cffi this block too (pygomp/runtime/accprof.py fills them). */
+/* types: begin */
 typedef struct {
     int event_type, valid_bytes, version, device_type, device_number, thread_id;
     long async, async_queue;
@@ -47,6 +49,7 @@ typedef struct {
     int device_api, valid_bytes, device_type, vendor;
     const void *device_handle, *context_handle, *async_handle;
 } pg_api_info;
+/* types: end */
 
 typedef void (*pg_prof_callback)(pg_prof_info *, pg_event_info *, pg_api_info *);
 typedef void (*pg_prof_reg)(int, pg_prof_callback, int);

@@ -177,7 +177,6 @@ class Record:
     def __init__(self, construct, device_type, device_number, async_, api=device_api_none,
                  implicit=0):
         self.construct, self.implicit, self.api_value = construct, implicit, api
-        self.keep = []                  # C strings the structs point to
         fields = dict(event_type=0, valid_bytes=PROF_BYTES, version=VERSION,
                       device_type=device_type, device_number=device_number, thread_id=-1,
                       src_file=None, func_name=None, line_no=-1, end_line_no=-1,
@@ -253,9 +252,9 @@ def fire(rec, event, info=None, **fields):
     kind.parent_construct = fields.pop("construct", rec.construct)
     kind.implicit = fields.pop("implicit", rec.implicit)
     if event not in _END:
-        _set(kind, "tool_info", None, rec)
+        _set(kind, "tool_info", None)
     for k, v in fields.items():
-        _set(kind, k, v, rec)
+        _set(kind, k, v)
     rec.prof.event_type = event
     if _c is None:
         with _lock:
@@ -268,7 +267,7 @@ def fire(rec, event, info=None, **fields):
     return info
 
 
-def _set(kind, name, value, rec):
+def _set(kind, name, value):
     if _c is None or isinstance(value, int) and name not in _POINTERS:
         setattr(kind, name, value)
         return
@@ -276,14 +275,23 @@ def _set(kind, name, value, rec):
     if value is None:
         value = ffi.NULL
     elif isinstance(value, str):
-        value = ffi.new("char[]", value.encode())
-        rec.keep.append(value)
+        value = _c_string(ffi, value)
     elif isinstance(value, int):
         value = ffi.cast("void *", value)
     setattr(kind, name, value)
 
 
 _POINTERS = {"tool_info", "var_name", "host_ptr", "device_ptr", "kernel_name"}
+_strings = {}           # text -> its C string, kept for the program's life
+
+
+def _c_string(ffi, text):
+    """``text`` as a C string that outlives the event: a tool may keep the kernel name
+    it was given, as libgomp's points into the image (the texts are kernel names: few)."""
+    s = _strings.get(text)
+    if s is None:
+        s = _strings.setdefault(text, ffi.new("char[]", text.encode()))
+    return s
 
 
 def _queued_fire(rec, event, info, fields):
