@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from pygomp import abi, acc, build
-from pygomp.runtime import gcc_images
+from pygomp.runtime import accprof, gcc_images
 from pygomp_csrc import build as shim_build
 from pygomp_csrc import contract
 
@@ -49,7 +49,9 @@ def test_shim_uses_every_number_and_defines_none():
 def test_python_copies_agree():
     assert build.TARGET_TYPE == contract.TARGET_TYPE
     assert gcc_images.NVIDIA_PTX == contract.NVIDIA_PTX
-    assert acc.async_sync == contract.ASYNC_SYNC
+    assert acc.async_sync == accprof.ASYNC_SYNC == contract.ASYNC_SYNC
+    prof = (Path(__file__).parent.parent / "csrc" / "prof.c").read_text()
+    assert int(re.search(r"EV_LAST = (\d+)", prof).group(1)) == len(accprof.EVENTS)
     assert (acc.device_none, acc.device_host, acc.device_host_nonshm,
             acc.device_not_host) == (contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST,
                                      contract.ACC_DEVICE_HOST_NONSHM,
