@@ -195,12 +195,13 @@ class Expressions:
         for i in idx_nodes:
             k = len(out)
             lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
-            if isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
+            wrap = self.registry.wraparound
+            if wrap and isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
                 out.append(ir.BinOp("+", self.shape(root, k), _i(lit), type=T.INT64))
                 continue
             e = self.int_expr(i)
             lo = self.lower_bound(e)
-            if lo is None or lo < 0:          # numpy: a negative index counts from the end
+            if wrap and (lo is None or lo < 0):     # numpy: a negative index counts from the end
                 e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
                               ir.BinOp("+", copy.deepcopy(e), self.shape(root, k), type=T.INT64),
                               copy.deepcopy(e), type=T.INT64)

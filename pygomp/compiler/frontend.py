@@ -75,23 +75,28 @@ private constant launch args min max abs""".split()) | {m[0] for m in MATH.value
 
 
 class Registry:
-    """Helper specializations compiled for one kernel (shared by nested compilations)."""
+    """Helper specializations compiled for one kernel (shared by nested compilations),
+    and whether its negative indices count from the end (``wraparound``)."""
 
-    def __init__(self):
+    def __init__(self, wraparound=True):
+        self.wraparound = wraparound
         self.done = {}              # (DeclareTarget, argtypes) -> ir.Function
         self.order = []
         self.busy = set()
 
 
 def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
-                     boundscheck=False) -> ir.Function:
+                     boundscheck=False, wraparound=True) -> ir.Function:
     """The typed IR of a Python function for the given argument types (a list with one
     `types.Scalar`/`types.Array` per parameter; annotations win over scalars given).
     ``boundscheck``: a kernel whose every array access is checked; it takes the error
-    record as one more array parameter (see `boundscheck`)."""
-    fe = Frontend(fn, argtypes, is_kernel=is_kernel, registry=registry or Registry(),
-                  name=name)
+    record as one more array parameter (see `boundscheck`).  ``wraparound=False``: every
+    index is taken as it is, a negative one is not counted from the end."""
+    fe = Frontend(fn, argtypes, is_kernel=is_kernel,
+                  registry=registry or Registry(wraparound), name=name)
     out = fe.build()
+    if not wraparound and is_kernel:
+        out.wraparound = False
     if boundscheck and is_kernel:
         out.boundscheck = True
         out.params.append((RECORD, T.Array(T.INT64, 1)))
