@@ -191,6 +191,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.live_after = scoping.live_after(self.node.body)
         self.counts = scoping.assignments(self.node.body)
         self.assigned = set(self.counts)
+        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, params)
+                      if isinstance(t, T.Scalar) and a.arg not in self.counts}   # nonneg.py
         self.top = {id(s) for s in self.node.body}   # statements at the function's top
         self.made = []              # statements made from those (tuple assignments)
         self.defs = {}              # C name -> the value of a variable assigned once there
@@ -231,6 +233,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
 
     def block(self, stmts):
         out = []
+        facts = dict(self.facts)        # what the block's assignments say ends with it
         for s in stmts:
             r = self.visit(s)
             if r is None:
@@ -239,6 +242,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
                 if not x.line:
                     x.line = self.line(s)
                 out.append(x)
+        self.facts = facts
         return out
 
     def expr(self, node) -> ir.Expr:
