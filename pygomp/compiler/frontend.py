@@ -14,6 +14,8 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   ``PYGOMP_BOUNDSCHECK=1``: then the first access out of range is not done, a read
   gives 0, and the call raises numpy's IndexError at its Python line once the kernel
   ends), a negative integer power (it gives the integer part of the result);
+- with ``@omp.target(wraparound=False)`` a negative index does not count from the end;
+  otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start);
 - global scalars (module constants) are read once, when the kernel is compiled.
