@@ -126,3 +126,23 @@ def proven_lines(src):
 def test_seidel_2d_has_no_wrap():
     a = np.zeros((10, 10))
     assert WRAP not in stencils.seidel_2d.source(2, a)
+
+
+@omp.target
+def after_loop(a, out, m: int):
+    for w in range(1, m):
+        hi = w - 1
+        out[0] = a[w - hi - 1]              # 0 here
+    out[1] = a[w - hi - 1]                  # -1 when the loop did not run
+
+
+def test_what_a_loop_proves_ends_with_it(device):
+    a = np.arange(1.0, 5.0)
+    src = after_loop.source(a, np.zeros(2), 0)
+    assert [line.count(WRAP) for line in src.splitlines() if "out[" in line] == [0, 1]
+    out, want = np.zeros(2), np.zeros(2)
+    after_loop.on(device)(a, out, 3)
+    after_loop.py_func(a, want, 3)
+    np.testing.assert_array_equal(out, want)
+    after_loop.on(device)(a, out, 0)        # Python has no w; the kernel's names start at 0
+    assert out[1] == a[-1]

@@ -50,20 +50,16 @@ def _form(e, facts, atoms, scale=Fraction(1)):
     """``e * scale`` as {key: coefficient}; atoms[key] is the atom's expression."""
     if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return {_ONE: scale * e.value}
-    if not _signed(e):              # unsigned arithmetic wraps: an atom
-        pass
-    elif isinstance(e, ir.BinOp) and e.op in "+-":
-        out = _form(e.left, facts, atoms, scale)
-        right = _form(e.right, facts, atoms, scale if e.op == "+" else -scale)
-        for k, c in right.items():
-            out[k] = out.get(k, 0) + c
-        return out
-    elif isinstance(e, ir.BinOp) and e.op == "*":
-        for a, b in ((e.left, e.right), (e.right, e.left)):
-            if isinstance(a, ir.Const) and isinstance(a.value, int):
-                return _form(b, facts, atoms, scale * a.value)
-    elif isinstance(e, ir.Unary) and e.op == "-":
-        return _form(e.operand, facts, atoms, -scale)
+    if _signed(e):                  # unsigned arithmetic wraps: an atom
+        if isinstance(e, ir.BinOp) and e.op in "+-":
+            return _add(_form(e.left, facts, atoms, scale),
+                        _form(e.right, facts, atoms, scale if e.op == "+" else -scale))
+        if isinstance(e, ir.BinOp) and e.op == "*":
+            for a, b in ((e.left, e.right), (e.right, e.left)):
+                if isinstance(a, ir.Const) and isinstance(a.value, int):
+                    return _form(b, facts, atoms, scale * a.value)
+        if isinstance(e, ir.Unary) and e.op == "-":
+            return _form(e.operand, facts, atoms, -scale)
     key = repr(e) if stable(e, facts) else ("at", id(e))   # reads never cancel
     atoms[key] = e
     return {key: scale}
