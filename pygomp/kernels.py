@@ -35,6 +35,11 @@ decorator leaves it unset) checks every array access against the array's extents
 call raises ``IndexError`` with its Python file and line, the index, the axis and the
 extent, once the kernel has ended.  The setting is part of the specialization (its own
 name, source and builds): changing ``kernel.boundscheck`` switches to the other one.
+
+``@target(wraparound=False)`` drops numpy's negative indices: an index is used as it
+is, without the test that adds the extent to a negative one (a negative index is then
+the caller's error; with bounds checking it raises ``IndexError``).  It too is part of
+the specialization.
 """
 from __future__ import annotations
 
@@ -74,6 +79,7 @@ _STRUCT = {"b1": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2
 _Item = mapping.Item
 
 _CHECKED = ("boundscheck",)     # ends the specialization key of a checked call
+_NOWRAP = ("wraparound=False",)
 _KINDS = {"to": kinds.TO, "from": kinds.FROM, "tofrom": kinds.TOFROM, "alloc": kinds.ALLOC}
 _MODS = {"always": kinds.FLAG_SPECIAL_2, "present": kinds.FLAG_PRESENT}
 
@@ -171,7 +177,9 @@ class Spec:
         from .compiler import types as T
         self.kernel = kernel
         self.checked = boundscheck      # every access checked, the record its last array
-        self.name = f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
+        self.wraparound = kernel.wraparound     # negative indices count from the end
+        self.name = (f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
+                     + ("" if self.wraparound else "__nw"))
         # annotations win over the scalar types of a call, as in the compiler
         self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
                          for pname, t in zip(kernel.param_names, argtypes)]
@@ -197,7 +205,8 @@ class Spec:
         if self._ir is None:
             from .compiler import frontend, reductions
             ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
-                                           name=self.name, boundscheck=self.checked)
+                                           name=self.name, boundscheck=self.checked,
+                                           wraparound=self.wraparound)
             reductions.lower(ir)
             self._params, self._ret, self._ir = ir.params, ir.ret, ir
         return self._ir
@@ -423,7 +432,7 @@ class Kernel:
     """A compiled-on-demand offload kernel; call it like the Python function."""
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
-                 device=None, nowait=False, depend=None, boundscheck=None):
+                 device=None, nowait=False, depend=None, boundscheck=None, wraparound=True):
         from .compiler import types as T
         from .compiler.lang import DeclareTarget
         if isinstance(fn, (Kernel, DeclareTarget)):
@@ -465,6 +474,7 @@ class Kernel:
         self._lock = threading.Lock()
         self._bound = {}
         self._boundscheck = None if boundscheck is None else bool(boundscheck)
+        self._wraparound = bool(wraparound)
 
     @property
     def boundscheck(self) -> bool:
@@ -477,9 +487,27 @@ class Kernel:
     @boundscheck.setter
     def boundscheck(self, value):
         self._boundscheck = None if value is None else bool(value)
+        self._forget()
+
+    @property
+    def wraparound(self) -> bool:
+        """Whether a negative index counts from the end (the decorator's
+        ``wraparound``); setting it makes the next calls use its specializations."""
+        return self._wraparound
+
+    @wraparound.setter
+    def wraparound(self, value):
+        self._wraparound = bool(value)
+        self._forget()
+
+    def _forget(self):
+        """Drop what repeated calls reuse: the next call looks its specialization up."""
         self._last = None
         for b in list(self._bound.values()):
             b.repeat = None
+
+    def _spec_key(self, args, check):
+        return _key(args) + (_CHECKED if check else ()) + (() if self._wraparound else _NOWRAP)
 
     def __repr__(self):
         return f"<pygomp kernel {self.__qualname__}>"
@@ -489,7 +517,7 @@ class Kernel:
         """The specialization for ``args`` (checked as ``boundscheck`` says, else as
         `boundscheck` is now)."""
         check = self.boundscheck if boundscheck is None else bool(boundscheck)
-        key = _key(args) + _CHECKED if check else _key(args)
+        key = self._spec_key(args, check)
         s = self._specs.get(key)
         if s is None:
             with self._lock:
@@ -572,7 +600,7 @@ class Kernel:
     def _prepare(self, args, dev):
         """The specialization for ``args``, ready on ``dev``, and the call's map items."""
         args = _in_place(self, _arrays(args), dev)
-        key = _key(args) + _CHECKED if self.boundscheck else _key(args)
+        key = self._spec_key(args, self.boundscheck)
         s = self._specs.get(key) or self.spec(args)
         self._last = s
         if dev.identity not in s.tables:
@@ -669,11 +697,12 @@ def dialect_for(target: str):
 
 
 def target(fn=None, *, map=None, num_gangs=0, num_workers=0, vector_length=0, device=None,
-           nowait=False, depend=None, boundscheck=None):
+           nowait=False, depend=None, boundscheck=None, wraparound=True):
     """Make ``fn`` an offload kernel: ``@target`` or ``@target(map={...}, num_gangs=...)``;
-    ``boundscheck=True`` checks every array access (None: as PYGOMP_BOUNDSCHECK says)."""
+    ``boundscheck=True`` checks every array access (None: as PYGOMP_BOUNDSCHECK says);
+    ``wraparound=False`` takes every index as it is (no negative index from the end)."""
     def wrap(f):
         return Kernel(f, map=map, num_gangs=num_gangs, num_workers=num_workers,
                       vector_length=vector_length, device=device, nowait=nowait,
-                      depend=depend, boundscheck=boundscheck)
+                      depend=depend, boundscheck=boundscheck, wraparound=wraparound)
     return wrap(fn) if fn is not None else wrap

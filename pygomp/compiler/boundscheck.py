@@ -29,8 +29,9 @@ RECORD = "__bc"         # the record's parameter name (a C name no Python name b
 WORDS = 8               # int64 words of a record: taken, site, index, axis, extent, spare
 
 
-def functions(d) -> str:
-    """``pyg_ix`` and ``pyg_ok`` in dialect ``d``."""
+def functions(d, wrapped=True) -> str:
+    """``pyg_ix`` and ``pyg_ok`` in dialect ``d`` (``wrapped``: the front end added the
+    extent to negative indices; without wraparound the index reaches the check as is)."""
     i64, u64, q = d.type_name(T.INT64), d.type_name(T.UINT64), d.inline
     return (f"{q} {i64} pyg_ix({d.record_pointer()}r, {i64} site, {i64} axis, {i64} k, "
             f"{i64} i, {i64} n)\n"
@@ -38,7 +39,8 @@ def functions(d) -> str:
             f"    if (k >= 0 && ({u64})i < ({u64})n)\n        return k * n + i;\n"
             "    if (k < 0)\n        return -1;\n"
             f"    if ({d.claim('r')}) {{\n"
-            "        r[1] = site; r[2] = i < 0 ? i - n : i; r[3] = axis; r[4] = n;\n"
+            f"        r[1] = site; r[2] = {'i < 0 ? i - n : i' if wrapped else 'i'}; "
+            "r[3] = axis; r[4] = n;\n"
             "    }\n"
             "    return -1;\n"
             "}\n"

@@ -387,7 +387,7 @@ class Emitter:
             self.out.append("")
         if self.check:
             head = len(self.out) + 1
-            self.out += [boundscheck.functions(self.d).rstrip("\n"), ""]
+            self.out += [boundscheck.functions(self.d, fn.wraparound).rstrip("\n"), ""]
         for h in fn.helpers:
             self.helper(h)
         for self.entry, body in self.d.entries(self, fn):

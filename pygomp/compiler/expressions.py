@@ -8,7 +8,7 @@ import copy
 
 import numpy as np
 
-from . import ir
+from . import ir, nonneg
 from . import types as T
 
 _UNSET = object()
@@ -195,12 +195,14 @@ class Expressions:
         for i in idx_nodes:
             k = len(out)
             lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
-            if isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
+            wrap = self.registry.wraparound
+            if wrap and isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
                 out.append(ir.BinOp("+", self.shape(root, k), _i(lit), type=T.INT64))
                 continue
             e = self.int_expr(i)
             lo = self.lower_bound(e)
-            if lo is None or lo < 0:          # numpy: a negative index counts from the end
+            if wrap and (lo is None or lo < 0) and not self.nonnegative(e):
+                # numpy: a negative index counts from the end
                 e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
                               ir.BinOp("+", copy.deepcopy(e), self.shape(root, k), type=T.INT64),
                               copy.deepcopy(e), type=T.INT64)
@@ -209,6 +211,11 @@ class Expressions:
             return ir.Index(root, out, type=t.elem, fixed=len(prefix))
         rest = T.Array(t.elem, t.ndim - len(out), t.space, t.shape[len(out):])
         return ir.View(root, out, type=rest)
+
+    def nonnegative(self, e):
+        """Whether `nonneg` proves ``e >= 0`` from the loops and assignments around it."""
+        lo = nonneg.lower(e, self.facts, self.lower_bound)
+        return lo is not None and lo >= 0
 
     def lower_bound(self, e):
         """A lower bound of an int64 index expression, or None when unknown."""
@@ -236,6 +243,11 @@ class Expressions:
                 and isinstance(e.args[1], ir.Const) and e.args[1].value > 0:
             a = self.lower_bound(e.args[0])
             return 0 if e.fn == "mod" else (a // e.args[1].value if a is not None else None)
+        if isinstance(e, ir.Call) and e.fn in ("floordiv", "mod") and e.type.is_int:
+            # x % d has the sign of d (0 when d is 0); x // d >= 0 when both are
+            a, d = (self.lower_bound(x) for x in e.args)
+            if d is not None and d >= 0 and (e.fn == "mod" or a is not None and a >= 0):
+                return 0
         if isinstance(e, ir.Call) and e.fn in ("min", "max", "minimum", "maximum"):
             a, b = self.lower_bound(e.args[0]), self.lower_bound(e.args[1])
             if "min" in e.fn:

@@ -14,6 +14,8 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   ``PYGOMP_BOUNDSCHECK=1``: then the first access out of range is not done, a read
   gives 0, and the call raises numpy's IndexError at its Python line once the kernel
   ends), a negative integer power (it gives the integer part of the result);
+- with ``@omp.target(wraparound=False)`` a negative index does not count from the end;
+  otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start);
 - global scalars (module constants) are read once, when the kernel is compiled.
@@ -75,23 +77,28 @@ private constant launch args min max abs""".split()) | {m[0] for m in MATH.value
 
 
 class Registry:
-    """Helper specializations compiled for one kernel (shared by nested compilations)."""
+    """Helper specializations compiled for one kernel (shared by nested compilations),
+    and whether its negative indices count from the end (``wraparound``)."""
 
-    def __init__(self):
+    def __init__(self, wraparound=True):
+        self.wraparound = wraparound
         self.done = {}              # (DeclareTarget, argtypes) -> ir.Function
         self.order = []
         self.busy = set()
 
 
 def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
-                     boundscheck=False) -> ir.Function:
+                     boundscheck=False, wraparound=True) -> ir.Function:
     """The typed IR of a Python function for the given argument types (a list with one
     `types.Scalar`/`types.Array` per parameter; annotations win over scalars given).
     ``boundscheck``: a kernel whose every array access is checked; it takes the error
-    record as one more array parameter (see `boundscheck`)."""
-    fe = Frontend(fn, argtypes, is_kernel=is_kernel, registry=registry or Registry(),
-                  name=name)
+    record as one more array parameter (see `boundscheck`).  ``wraparound=False``: every
+    index is taken as it is, a negative one is not counted from the end."""
+    fe = Frontend(fn, argtypes, is_kernel=is_kernel,
+                  registry=registry or Registry(wraparound), name=name)
     out = fe.build()
+    if not wraparound and is_kernel:
+        out.wraparound = False
     if boundscheck and is_kernel:
         out.boundscheck = True
         out.params.append((RECORD, T.Array(T.INT64, 1)))
@@ -186,6 +193,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.live_after = scoping.live_after(self.node.body)
         self.counts = scoping.assignments(self.node.body)
         self.assigned = set(self.counts)
+        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, params)
+                      if isinstance(t, T.Scalar) and a.arg not in self.counts}   # nonneg.py
         self.top = {id(s) for s in self.node.body}   # statements at the function's top
         self.made = []              # statements made from those (tuple assignments)
         self.defs = {}              # C name -> the value of a variable assigned once there
@@ -226,6 +235,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
 
     def block(self, stmts):
         out = []
+        facts = dict(self.facts)        # what the block's assignments say ends with it
         for s in stmts:
             r = self.visit(s)
             if r is None:
@@ -234,6 +244,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
                 if not x.line:
                     x.line = self.line(s)
                 out.append(x)
+        self.facts = facts
         return out
 
     def expr(self, node) -> ir.Expr:

@@ -259,6 +259,7 @@ class Function:
     written: dict = field(default_factory=dict)     # array parameter -> line of a store
     sizes: dict = field(default_factory=dict)       # private array -> run-time extents
     boundscheck: bool = False                       # kernels: every access is checked
+    wraparound: bool = True                         # kernels: negative indices wrap
 
 
 def stores(fn: Function) -> dict:

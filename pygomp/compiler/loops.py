@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from . import ir, lang, scoping, steps
+from . import ir, lang, nonneg, scoping, steps
 from . import types as T
 from .expressions import _UNSET, _i
 from .reductions import OPS, local_name
@@ -73,13 +73,23 @@ class Loops:
         self.loopdepth += 1
         saved = self.bounds.get(cname)
         self.bounds[cname] = self.loop_bound(start, stop, step)
+        facts = dict(self.facts)
+        self.loop_fact(name, cname, start, stop, step)
         try:
             body = self.block(s.body)
         finally:
             self.loopdepth -= 1
             self.seqvars.pop()
             self.bounds[cname] = saved
+            self.facts = facts
         return ir.For(cname, start, stop, step, body)
+
+    def loop_fact(self, name, cname, start, stop, step):
+        """Inside its loop, a loop variable no statement assigns lies between the bounds
+        (for `nonneg`), when they keep their values."""
+        if self.counts.get(name) == 1 and isinstance(step, ir.Const) and step.value \
+                and nonneg.stable(start, self.facts) and nonneg.stable(stop, self.facts):
+            self.facts[cname] = ("loop", start, stop, step)
 
     def loop_bound(self, start, stop, step):
         """The lower bound of a loop variable inside its loop (None: unknown)."""
@@ -104,7 +114,7 @@ class Loops:
         scope = Scope(loop, self.line(s))
         first = self.range_args(s.iter, what)
         self.scopes.append(scope)
-        saved_bounds = dict(self.bounds)
+        saved_bounds, saved_facts = dict(self.bounds), dict(self.facts)
         try:
             for k, (target, call) in enumerate(dims_ast):
                 # an inner dimension's bounds may use the outer loop variables (OpenMP 5.0)
@@ -117,6 +127,7 @@ class Loops:
                 scope.loopvars.add(target.id)
                 self.vtypes[target.id] = T.INT64
                 self.bounds[c] = self.loop_bound(start, stop, step)
+                self.loop_fact(target.id, c, start, stop, step)
             self.loop_clauses(s, kw, loop, scope)
             self.privatize(s, body_ast, kw, scope)
             saved_depth, self.loopdepth = self.loopdepth, 0
@@ -129,7 +140,7 @@ class Loops:
                 self.loopdepth, self.seqvars = saved_depth, saved_seq
         finally:
             self.scopes.pop()
-            self.bounds = saved_bounds
+            self.bounds, self.facts = saved_bounds, saved_facts
             self.arrays.update(scope.saved)
         for name in scope.names:
             if name not in scope.loopvars and self.resolve(name) is None:

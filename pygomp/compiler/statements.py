@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from . import ir, lang
+from . import ir, lang, nonneg
 from . import types as T
 from .expressions import _BINOPS, _UNSET
 from .scoping import as_load
@@ -168,6 +168,8 @@ class Statements:
             lo = self.lower_bound(value)        # it holds wherever the name is read
             if lo is not None:
                 self.bounds[cname] = lo
+            if nonneg.stable(value, self.facts):    # until the end of this block
+                self.facts[cname] = ("value", value)
             if id(s) in self.top:
                 try:
                     self.defs[cname] = self.launch_value(value, s)
