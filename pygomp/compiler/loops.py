@@ -262,8 +262,9 @@ class Loops:
             if ":" in item:                  # "op:name" starts a group; "name" goes on one
                 op, _, item = (x.strip() for x in item.partition(":"))
                 if op not in OPS:
-                    raise self.error(node, f"bad reduction {op!r}:{item}: the operator is "
-                                           f"one of {' '.join(OPS)}")
+                    raise self.error(node, f"bad reduction '{op}:{item}': {op!r} is not a "
+                                           f"reduction operator; the operators allowed are "
+                                           f"{' '.join(OPS)}")
             if op is None or not item:
                 raise self.error(node, f"bad reduction={spec!r}: write OP:VAR[,VAR] groups, "
                                        f"e.g. \"+:s,max:m\" (, or ; between them)")

@@ -1,0 +1,101 @@
+"""Error messages as a user reads them: each says what is wrong, at the kernel's line.
+
+Host-only: kernels are compiled (``Kernel.source``), not run."""
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import pygomp.kernels as omp
+from pygomp.errors import CompileError
+
+HERE = os.path.abspath(__file__)
+
+
+class Foo:
+    pass
+
+
+def where(fn, marker="# MARK"):
+    lines, start = inspect.getsourcelines(fn)
+    for k, text in enumerate(lines):
+        if marker in text:
+            return f"{HERE}:{start + k}", text.strip()
+    raise AssertionError(marker)
+
+
+def message(kernel, *args):
+    """The first line of the error of compiling ``kernel`` for ``args``, after its
+    place, which must be the marked line."""
+    with pytest.raises(CompileError) as info:
+        kernel.source(*args)
+    place, src = where(kernel.py_func)
+    first, _, rest = str(info.value).partition("\n")
+    assert first.startswith(place + ": ") and rest.strip() == src
+    return first[len(place) + 2:]
+
+
+def k_complex(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = complex(1.0, 2.0)  # MARK
+
+
+def k_where(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = np.where(x[i] > 0, 1.0, 2.0)  # MARK
+
+
+def k_class(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = Foo()  # MARK
+
+
+def k_yield(x):
+    for i in omp.parallel_range(x.shape[0]):
+        yield x[i]  # MARK
+
+
+def k_rank_2_for_1(x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = x[i] * 2.0  # MARK
+
+
+def k_unpack_2(x):
+    n, m = x.shape  # MARK
+    for i in omp.parallel_range(n):
+        for j in range(m):
+            x[i, j] = 1.0
+
+
+def k_index_2(x):
+    for i in omp.parallel_range(4):
+        x[i, 0] = 1.0  # MARK
+
+
+def k_avg(x):
+    s = 0.0
+    for i in omp.parallel_range(x.shape[0], reduction="avg:s"):  # MARK
+        s += x[i]
+    return s
+
+
+V, M = np.zeros(4), np.zeros((4, 4))
+CASES = [
+    (k_complex, (V,), "complex numbers are not supported in kernels"),
+    (k_where, (V,), "np.where is not supported in kernels (yet)"),
+    (k_class, (V,), "Foo is a class: kernels cannot create objects"),
+    (k_yield, (V,), "yield is not supported in kernels"),
+    (k_rank_2_for_1, (M, V), "x[i] is not a scalar: x has 2 dimensions and x[i] gives "
+                             "1 index (array arithmetic is not supported in kernels; loop "
+                             "over elements)"),
+    (k_unpack_2, (V,), "x has 1 dimension and the kernel unpacks 2 from its shape"),
+    (k_index_2, (V,), "x has 1 dimension and the kernel indexes it with 2"),
+    (k_avg, (V,), "bad reduction 'avg:s': 'avg' is not a reduction operator; the "
+                  "operators allowed are + * max min & | ^ and or"),
+]
+
+
+@pytest.mark.parametrize("fn,args,text", CASES, ids=[c[0].__name__ for c in CASES])
+def test_compile_messages(fn, args, text):
+    assert message(omp.target(fn), *args) == text
