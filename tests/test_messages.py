@@ -99,3 +99,18 @@ CASES = [
 @pytest.mark.parametrize("fn,args,text", CASES, ids=[c[0].__name__ for c in CASES])
 def test_compile_messages(fn, args, text):
     assert message(omp.target(fn), *args) == text
+
+
+def test_present_names_the_kernel_and_the_argument(offload_device):
+    @omp.target(map={"x": "present,tofrom"})
+    def needs_x(x):
+        for i in omp.parallel_range(x.shape[0]):
+            x[i] = 1.0
+    from pygomp import MappingError
+    x = np.zeros(10)
+    a = x.ctypes.data
+    with pytest.raises(MappingError) as info:
+        needs_x.on(offload_device)(x)
+    assert str(info.value) == (
+        f"device {offload_device}: needs_x: argument 'x': present: [{a:#x}..{a + 80:#x}) "
+        f"(80 bytes at host address {a:#x}) is not present on the device")

@@ -89,7 +89,7 @@ class Region:
         dev = self.dev
         addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
         if t.present:
-            raise not_present(dev, addr, size)
+            raise not_present(dev, addr, size, it.name)
         d = dev.plugin.alloc(dev.local, max(size, 1))
         try:
             e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
@@ -296,7 +296,7 @@ def exit_data(dev, items) -> None:
             else:
                 e = dev.map.find(it.addr, it.addr + it.size)
             if e is None and kinds.is_present(it.kind):
-                raise not_present(dev, it.addr, it.size)
+                raise not_present(dev, it.addr, it.size, it.name)
             entries.append(e)
         deleted = {id(owner(e)) for it, e in zip(items, entries) if e is not None and
                    kinds.base(it.kind) in (kinds.DELETE, kinds.DELETE_ZERO_LEN_ARRAY_SECTION)}
@@ -316,7 +316,7 @@ def update(dev, items) -> None:
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
                 if kinds.is_present(it.kind):
-                    raise not_present(dev, it.addr, it.size)
+                    raise not_present(dev, it.addr, it.size, it.name)
                 continue
             if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
                 raise error(dev, f"trying to update {span(it.addr, it.size)} when only "
