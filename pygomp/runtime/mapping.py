@@ -33,8 +33,7 @@ import ctypes
 from . import attach, env, kinds
 from .deferred import collecting, later
 from .entries import (INFINITY, PTR, WORD, Item, MappingError, birth, copy_from,  # noqa: F401
-                      copy_to, death, down, error, not_present, owner, poison, ref, span,
-                      table_dump)
+                      copy_to, death, down, error, not_present, owner, poison, ref, span)
 
 
 class Region:
@@ -473,8 +472,9 @@ def release_all(dev) -> None:
     free the result slots."""
     while dev.spare_results:
         dev.plugin.free(dev.local, dev.spare_results.pop())
-    left = [e for e in dev.map if e.refcount != INFINITY]
+    left = [e for e in dev.map if e.refcount != INFINITY]   # not the images' entries
     if left:
+        rows = "\n".join(f"  {e!r}" for e in left)
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
-                                 f"mapping(s) at exit:\n{table_dump(dev)}")
+                                 f"mapping(s) at exit:\n{rows}")
     remove_entries(dev, dict.fromkeys(owner(e) for e in left))
