@@ -25,12 +25,12 @@ def where(fn, marker="# MARK"):
     raise AssertionError(marker)
 
 
-def message(kernel, *args):
-    """The first line of the error of compiling ``kernel`` for ``args``, after its
-    place, which must be the marked line."""
+def message(fn, *args):
+    """The first line of the error of decorating ``fn`` and compiling it for ``args``,
+    after its place, which must be the marked line."""
     with pytest.raises(CompileError) as info:
-        kernel.source(*args)
-    place, src = where(kernel.py_func)
+        omp.target(fn).source(*args)
+    place, src = where(fn)
     first, _, rest = str(info.value).partition("\n")
     assert first.startswith(place + ": ") and rest.strip() == src
     return first[len(place) + 2:]
@@ -98,7 +98,70 @@ CASES = [
 
 @pytest.mark.parametrize("fn,args,text", CASES, ids=[c[0].__name__ for c in CASES])
 def test_compile_messages(fn, args, text):
-    assert message(omp.target(fn), *args) == text
+    assert message(fn, *args) == text
+
+
+# -- what @omp.target reports at once ------------------------------------------------
+
+def k_try(x):
+    try:  # MARK
+        x[0] = 1.0
+    except ValueError:
+        pass
+
+
+def k_break(x):
+    for i in omp.parallel_range(x.shape[0]):
+        if x[i] > 0:
+            break  # MARK
+
+
+def k_lambda(x):
+    for i in omp.parallel_range(x.shape[0]):
+        f = lambda v: v  # MARK  # noqa: E731
+        x[i] = f(1.0)
+
+
+def k_reduction_text(x):
+    s = 0.0
+    for i in omp.gang(4, reduction="s"):  # MARK
+        s += x[i]
+
+
+def k_args(*xs):  # MARK
+    pass
+
+
+class Box:
+    def k_method(self, x):
+        for i in omp.parallel_range(4):
+            x[i] = sum([v for v in range(3)])  # MARK
+
+
+EARLY = [k_try, k_break, k_lambda, k_reduction_text, k_args, k_yield, k_avg, Box.k_method]
+
+
+@pytest.mark.parametrize("fn", EARLY, ids=[f.__name__ for f in EARLY])
+def test_decoration_reports_what_needs_no_types_as_the_first_call_did(fn):
+    from pygomp.compiler import frontend, types as T
+    with pytest.raises(CompileError) as early:
+        omp.target(fn)
+    with pytest.raises(CompileError) as first_call:   # the front end's own check
+        frontend.compile_function(fn, [T.Array(T.FLOAT64, 1)] * fn.__code__.co_argcount)
+    assert str(early.value) == str(first_call.value)
+    assert str(early.value).startswith(where(fn)[0] + ": ")
+
+
+def k_types_needed(x):
+    x[0] = nothere  # noqa: F821  (defined after the kernel, or never)
+    for i in omp.parallel_range(x.shape[0], reduction=f"+:{x}"):
+        x[i, 0, 1] = 1
+
+
+def test_decoration_leaves_what_needs_types_or_names_to_the_call():
+    k = omp.target(k_types_needed)          # no error yet: a global may come later
+    with pytest.raises(CompileError, match="name 'nothere' is not defined"):
+        k.source(V)
 
 
 def test_present_names_the_kernel_and_the_argument(offload_device):

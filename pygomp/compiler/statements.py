@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from . import ir, lang
+from . import ir, lang, precheck
 from . import types as T
 from .expressions import _BINOPS, _UNSET, dims
 from .scoping import as_load
@@ -324,8 +324,7 @@ class Statements:
 
     def stmt_Break(self, s):
         if not self.loopdepth:
-            raise self.error(s, "break directly in a parallel loop is not allowed: it has "
-                                "no order to stop")
+            raise self.error(s, precheck.BREAK)
         return ir.Break()
 
     def stmt_Continue(self, s):
