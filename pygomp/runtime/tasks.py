@@ -16,10 +16,10 @@ A task runs in one of two ways:
   predecessors and runs the whole construct.
 
 A task whose predecessor failed does not run: its `wait()` raises `DependencyFailed`,
-chained to the predecessor's error.  `taskwait` waits for every task and raises the first failure, noting how many
-tasks failed; failures never waited for are reported at exit.  A task that has ended
-keeps nothing of its construct (regions, arrays), and one that ended well leaves the
-dependence tables.
+chained to the predecessor's error.  `taskwait` waits for every task and raises the
+first failure, noting how many tasks failed; failures never waited for are reported at
+exit.  A task that has ended keeps nothing of its construct (regions, arrays), and one
+that ended well leaves the dependence tables.
 """
 from __future__ import annotations
 
@@ -40,9 +40,11 @@ class DependencyFailed(RuntimeError):
 
 
 def _skipped(e):
+    """The error of a task whose predecessor failed with ``e``."""
     root = e.__cause__ if isinstance(e, DependencyFailed) else e
+    first = (str(root).splitlines() or [""])[0]
     err = DependencyFailed(f"this task did not run: a task it depends on failed "
-                           f"({type(root).__name__}: {str(root).partition(chr(10))[0]})")
+                           f"({type(root).__name__}: {first})")
     err.__cause__ = root
     return err
 
