@@ -27,7 +27,8 @@ KINDS = frozenset((
 # then (or when the code holds nested code), which keeps a decoration cheap
 _REFUSED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
             ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.JoinedStr)
-_MAYBE = re.compile(r"lambda|yield|await|:=|[\[{(][^\n]*\bfor\b|\b[rRbBuU]?[fF][rRbB]?['\"]")
+_MAYBE = re.compile(r"lambda|yield|await|:=|[\[{(][^\n]*\bfor\b"
+                    r"|\b[rRbBuU]?[fF][rRbB]?['\"]")
 
 REDUCTION_OPS = ("+", "*", "max", "min", "&", "|", "^", "and", "or")
 
@@ -141,7 +142,7 @@ class _Check:
             if type(s) not in KINDS:
                 raise self.error(s, refusal(s))
             if isinstance(s, ast.Expr) and not isinstance(s.value, ast.Call) \
-                    and not (isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)):
+                    and not _docstring(s):
                 self.exprs(s.value)
                 raise self.error(s, "an expression statement must be a call")
             if isinstance(s, ast.Break) and loop != "seq":
@@ -213,6 +214,10 @@ class _Check:
         if node.id in fn.__globals__:
             return fn.__globals__[node.id]
         return getattr(builtins, node.id, None)
+
+
+def _docstring(s):
+    return isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
 
 
 def _in(obj, table):
