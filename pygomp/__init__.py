@@ -10,7 +10,7 @@ from .api import omp_initial_device, omp_invalid_device  # noqa: F401
 from .constructs import (always, present, target_data, target_enter_data,  # noqa: F401
                          target_exit_data, target_update)
 from .errors import CompileError  # noqa: F401
-from .runtime.tasks import taskwait  # noqa: F401
+from .runtime.tasks import DependencyFailed, taskwait  # noqa: F401
 from .runtime.devices import OffloadError, OffloadWarning  # noqa: F401
 from .runtime.env import EnvError  # noqa: F401
 from .runtime.mapping import MappingError  # noqa: F401

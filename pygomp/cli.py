@@ -166,6 +166,11 @@ def kernel_types(k, given):
     return (given, []) if given is not None else (out, guessed)
 
 
+def _spelling(t):
+    """A type as --signature writes it."""
+    return f"{t.elem}[{','.join(':' * t.ndim)}]" if isinstance(t, T.Array) else str(t)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pygomp compile", epilog=HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -219,6 +224,10 @@ def _compile(args) -> int:
             source = spec.unit(d).source
         except CompileError as e:
             print(f"error: {e}", file=sys.stderr)
+            if guessed:
+                print(f"note: {', '.join(guessed)} had no type and were taken as float64 "
+                      f"arrays; give the types with --signature, e.g. --signature "
+                      f"{name}={','.join(map(_spelling, types_))}", file=sys.stderr)
             status = 1
             continue
         params = ", ".join(f"{n}: {t}" for n, (_, t) in zip(k.param_names, spec.params))

@@ -433,12 +433,14 @@ class Kernel:
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
                  device=None, nowait=False, depend=None, boundscheck=None, wraparound=True):
+        from .compiler import precheck
         from .compiler import types as T
         from .compiler.lang import DeclareTarget
         if isinstance(fn, (Kernel, DeclareTarget)):
             fn = fn.py_func
         if not inspect.isfunction(fn):
             raise TypeError(f"@target needs a function, not {type(fn).__name__}")
+        precheck.check(fn)              # what needs no types fails here, not at a call
         self.py_func = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__

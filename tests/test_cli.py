@@ -119,3 +119,25 @@ def test_info_with_a_bad_setting_says_one_line(environ, message):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("python -m pygomp info: error: " + message)
+
+
+def test_compile_error_on_a_guessed_type_says_how_to_give_one(tmp_path):
+    f = tmp_path / "csr.py"
+    f.write_text(textwrap.dedent('''\
+        import pygomp as omp
+
+        @omp.target
+        def spmv(indptr, y):
+            for i in omp.parallel_range(y.shape[0]):
+                for k in range(indptr[i], indptr[i + 1]):
+                    y[i] += 1.0
+        '''))
+    r = pygomp("compile", str(f))
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"error: {f}:6: indptr[i] must be an integer, not float64",
+        "    for k in range(indptr[i], indptr[i + 1]):",
+        "note: indptr, y had no type and were taken as float64 arrays; give the types with "
+        "--signature, e.g. --signature spmv=float64[:],float64[:]"]
+    r = pygomp("compile", str(f), "--signature", "spmv=int64[:],float64[:]")
+    assert r.returncode == 0, r.stderr

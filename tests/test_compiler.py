@@ -174,7 +174,7 @@ BAD = [
     (k_private_read_after, [F64], "it is read after the loop"),
     (k_float_to_int, [F64, T.INT64], "cannot assign a float64 value to 'n' of type int64"),
     (k_undefined, [F64], "name 'nothere' is not defined"),
-    (k_rank, [F64], "1-d and gets 2 indices"),
+    (k_rank, [F64], "x has 1 dimension and the kernel indexes it with 2"),
     (k_break, [F64], "break directly in a parallel loop"),
     (k_nesting, [F64], "a gang loop cannot nest inside a vector loop"),
     (k_private_after, [F64], "private to the parallel loop"),

@@ -297,6 +297,27 @@ def test_info_bits_select_messages():
     assert ok(r) and r.stderr == ""
 
 
+def test_info_at_exit_lists_what_the_program_mapped_not_the_kernels_image(tmp_path):
+    f = tmp_path / "prog.py"
+    f.write_text(textwrap.dedent("""
+        import numpy as np, pygomp as omp
+        @omp.target
+        def add(x):
+            for i in omp.parallel_range(x.shape[0]):
+                x[i] += 1.0
+        x = np.zeros(4)
+        omp.target_enter_data(0, to=x)
+        add.on(0)(x)
+        print(hex(x.ctypes.data))
+    """))
+    r = python(f"import runpy; runpy.run_path({str(f)!r})", PYGOMP_DEVICES="host",
+               PYGOMP_INFO="4")
+    x = ok(r).split()[0]
+    assert re.fullmatch(rf"pygomp: device 0 still has 1 mapping\(s\) at exit:\n  "
+                        rf"{re.escape(f'[{x}..{int(x, 16) + 32:#x})')} -> 0x[0-9a-f]+ "
+                        rf"refcount 1 dynamic 0\n", r.stderr), r.stderr
+
+
 # -- python -m pygomp info --------------------------------------------------------------
 
 def test_python_m_pygomp_info():

@@ -88,9 +88,11 @@ def test_failures_are_raised_and_dependents_do_not_run(device):
     fine = add_one.on(device)(np.zeros(10), nowait=True)
     with pytest.raises(MappingError, match="is not present") as first:
         bad.wait()
-    with pytest.raises(MappingError) as second:
+    with pytest.raises(pygomp.DependencyFailed) as second:
         after.wait()
-    assert second.value is first.value           # the predecessor's error, not a new one
+    assert str(second.value) == ("this task did not run: a task it depends on failed "
+                                 f"(MappingError: {str(first.value).splitlines()[0]})")
+    assert second.value.__cause__ is first.value
     assert not y.any() and not x.any()           # the dependent kernel never ran
     fine.wait()
     with pytest.raises(MappingError, match="is not present") as info:

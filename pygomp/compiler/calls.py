@@ -119,8 +119,7 @@ class Calls:
             if kind == "b":
                 call.type = T.BOOL
             return call
-        raise self.error(node, f"{ast.unparse(node.func)} ({type(obj).__name__}) cannot be "
-                               f"called in a kernel; decorate helpers with @omp.declare_target")
+        raise self.error(node, _refused(ast.unparse(node.func), obj))
 
     def helper_call(self, helper, node):
         args = [self.expr(a) for a in node.args]
@@ -147,3 +146,16 @@ class Calls:
             self.registry.done[key] = fn
             self.registry.order.append(fn)
         return ir.HelperCall(fn, args, type=fn.ret)
+
+
+def _refused(name, obj):
+    """Why a call of ``obj`` (written ``name``) is refused."""
+    if obj is complex or (isinstance(obj, type) and issubclass(obj, np.complexfloating)):
+        return "complex numbers are not supported in kernels"
+    if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
+            or isinstance(obj, np.ufunc):
+        return f"{name} is not supported in kernels (yet)"
+    if isinstance(obj, type):
+        return f"{name} is a class: kernels cannot create objects"
+    return (f"{name} ({type(obj).__name__}) cannot be called in a kernel; decorate "
+            f"helpers with @omp.declare_target")

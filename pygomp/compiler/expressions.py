@@ -161,6 +161,18 @@ class Expressions:
                 return r if isinstance(r, ir.View) else None
         return None
 
+    def rank_of(self, v, n):
+        """For an array value ``v`` written ``n``: its array's rank and the indices
+        given, when ``n`` indexes it (``x[i]`` of a 2-d ``x``)."""
+        if not (isinstance(v, ir.View) and isinstance(n, ast.Subscript)):
+            return ""
+        root = n
+        while isinstance(root, ast.Subscript):
+            root = root.value
+        k = len(v.prefix)
+        return (f": {ast.unparse(root)} has {dims(v.array.type.ndim)} and "
+                f"{ast.unparse(n)} gives {k} ind{'ex' if k == 1 else 'ices'}")
+
     def expr_Subscript(self, node):
         v = node.value
         if _is_shape(v):
@@ -169,8 +181,9 @@ class Expressions:
                 nd = arr.type.ndim
                 k = self.static(node.slice)
                 if not isinstance(k, int) or not -nd <= k < nd:
-                    raise self.error(node, f"{ast.unparse(node)}: the index of .shape must "
-                                           f"be a constant in range for a {nd}-d array")
+                    raise self.error(node, f"{ast.unparse(node)}: {ast.unparse(v.value)} "
+                                           f"has {dims(nd)}; the index of .shape must be "
+                                           f"a constant in range")
                 return self.shape(arr, k % nd)
         return self.subscript(v, _indices(node), node)
 
@@ -189,8 +202,9 @@ class Expressions:
             raise self.error(node, "slices are not supported in kernels; index every "
                                    "dimension and loop")
         if len(prefix) + len(idx_nodes) > t.ndim:
-            raise self.error(node, f"{ast.unparse(arr_node)} is {t.ndim - len(prefix)}-d "
-                                   f"and gets {len(idx_nodes)} indices")
+            raise self.error(node, f"{ast.unparse(arr_node)} has "
+                                   f"{dims(t.ndim - len(prefix))} and the kernel indexes "
+                                   f"it with {len(idx_nodes)}")
         out = list(prefix)
         for i in idx_nodes:
             k = len(out)
@@ -263,8 +277,9 @@ class Expressions:
         a, b = self.expr(node.left), self.expr(node.right)
         for x, n in ((a, node.left), (b, node.right)):
             if not isinstance(x.type, T.Scalar):
-                raise self.error(n, f"{ast.unparse(n)} is not a scalar (array arithmetic is "
-                                    f"not supported in kernels; loop over elements)")
+                raise self.error(n, f"{ast.unparse(n)} is not a scalar{self.rank_of(x, n)} "
+                                    f"(array arithmetic is not supported in kernels; loop "
+                                    f"over elements)")
         return self.binop(op, a, b, node)
 
     def binop(self, op, a, b, node):
@@ -380,3 +395,7 @@ def _result_type(a, b):
 
 def _i(n):
     return ir.Const(int(n), type=T.INT64)
+
+
+def dims(n):
+    return f"{n} dimension{'s' if n != 1 else ''}"

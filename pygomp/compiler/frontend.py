@@ -30,13 +30,11 @@ first.  Read-only enclosing variables are shared.
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 
 import numpy as np
 
-from ..errors import CompileError
-from . import ir, scoping
+from ..errors import CompileError  # noqa: F401  (compiler users catch it here)
+from . import ir, precheck, scoping
 from . import types as T
 from .boundscheck import RECORD
 from .calls import MATH, Calls
@@ -69,6 +67,7 @@ SUPPORTED = {
     ast.IfExp: Expressions.expr_IfExp,
     ast.Call: Calls.expr_Call,                  # what `calls` knows, declare_target helpers
 }
+assert SUPPORTED.keys() == precheck.KINDS       # what @omp.target checks at once
 
 RESERVED = set("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -113,17 +112,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.fn = fn
         self.is_kernel = is_kernel
         self.registry = registry
-        try:
-            lines, start = inspect.getsourcelines(fn)
-            self.file = inspect.getsourcefile(fn) or "<unknown>"
-        except (OSError, TypeError) as e:
-            raise CompileError(f"cannot read the source of {fn.__qualname__}: {e}") from None
-        self.lines = lines
-        self.offset = start - 1
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        self.node = tree.body[0]
-        if not isinstance(self.node, ast.FunctionDef):
-            raise CompileError(f"{fn.__qualname__} is not a def function", self.file, start)
+        self.file, self.lines, self.offset, self.node = precheck.source(fn)
         self.name = name or fn.__name__
         self.env = dict(fn.__globals__)
         if fn.__closure__:
@@ -142,17 +131,13 @@ class Frontend(Statements, Loops, Expressions, Calls):
         return getattr(node, "lineno", 1) + self.offset
 
     def error(self, node, message):
-        ln = self.line(node)
-        src = self.lines[ln - self.offset - 1] if 0 <= ln - self.offset - 1 < len(self.lines) else ""
-        return CompileError(message, self.file, ln, src)
+        return precheck.error(self.file, self.lines, self.offset, node, message)
 
     # -- driver ---------------------------------------------------------------------
     def build(self) -> ir.Function:
         args = self.node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self.error(self.node, "kernel parameters must be plain names, with "
-                                        "defaults or not (no *args, **kwargs or "
-                                        "keyword-only ones)")
+            raise self.error(self.node, precheck.PARAMS)
         if len(args.args) != len(self.argtypes):
             raise self.error(self.node, f"{self.name} takes {len(args.args)} arguments, "
                                         f"{len(self.argtypes)} given")
@@ -230,7 +215,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
         refused here."""
         method = SUPPORTED.get(type(node))
         if method is None:
-            raise self.error(node, f"{_describe(node)} is not supported in kernels")
+            raise self.error(node, precheck.refusal(node))
         return method(self, node)
 
     def block(self, stmts):
@@ -251,16 +236,3 @@ class Frontend(Statements, Loops, Expressions, Calls):
         """An expression in IR."""
         return self.visit(node)
 
-
-def _describe(node):
-    """How a refused construct is named in its error."""
-    names = {"ListComp": "a list comprehension", "Lambda": "a lambda", "With": "with",
-             "Try": "try", "Raise": "raise", "Global": "global", "Nonlocal": "nonlocal",
-             "FunctionDef": "a nested def", "ClassDef": "a class", "Import": "import",
-             "ImportFrom": "import", "Yield": "yield", "Await": "await", "Assert": "assert",
-             "Delete": "del", "List": "a list", "Dict": "a dict", "Set": "a set",
-             "JoinedStr": "an f-string", "Starred": "*unpacking", "GeneratorExp":
-             "a generator expression", "DictComp": "a dict comprehension", "Tuple": "a tuple",
-             "AsyncFunctionDef": "async def", "Match": "match", "NamedExpr": ":="}
-    n = type(node).__name__
-    return names.get(n, f"{n} ({ast.unparse(node)[:40]})" if hasattr(ast, "unparse") else n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from . import ir, lang, nonneg, scoping, steps
+from . import ir, lang, nonneg, precheck, scoping, steps
 from . import types as T
 from .expressions import _UNSET, _i
 from .reductions import OPS, local_name
@@ -268,16 +268,12 @@ class Loops:
             return []
         if not isinstance(spec, str):
             raise self.error(node, 'reduction= must be a string like "+:s" or "max:m,n"')
-        out, op = [], None
-        for item in filter(None, (x.strip() for x in spec.replace(";", ",").split(","))):
-            if ":" in item:                  # "op:name" starts a group; "name" goes on one
-                op, _, item = (x.strip() for x in item.partition(":"))
-                if op not in OPS:
-                    raise self.error(node, f"bad reduction {op!r}:{item}: the operator is "
-                                           f"one of {' '.join(OPS)}")
-            if op is None or not item:
-                raise self.error(node, f"bad reduction={spec!r}: write OP:VAR[,VAR] groups, "
-                                       f"e.g. \"+:s,max:m\" (, or ; between them)")
+        try:
+            groups = precheck.reduction(spec)
+        except ValueError as e:
+            raise self.error(node, str(e)) from None
+        out = []
+        for op, item in groups:
             out += [(op, n) for n in _names(item, node, self, "reduction")]
         return out
 

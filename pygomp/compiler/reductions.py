@@ -17,7 +17,7 @@ its four calls are at the loop's outermost level only, with the Array type.  `lo
 """
 from __future__ import annotations
 
-from . import ir
+from . import ir, precheck
 from . import types as T
 
 
@@ -38,6 +38,7 @@ class Op:
 OPS = {op.name: op for op in (
     Op("+", "if"), Op("*", "if"), Op("max", "if"), Op("min", "if"),
     Op("&", "ib"), Op("|", "ib"), Op("^", "ib"), Op("and", "ifb"), Op("or", "ifb"))}
+assert tuple(OPS) == precheck.REDUCTION_OPS      # what @omp.target checks at once
 
 
 def local_name(var: str, rid: int, level: str) -> str:

@@ -7,9 +7,9 @@ from dataclasses import fields
 
 import numpy as np
 
-from . import ir, lang, nonneg
+from . import ir, lang, nonneg, precheck
 from . import types as T
-from .expressions import _BINOPS, _UNSET
+from .expressions import _BINOPS, _UNSET, dims
 from .scoping import as_load
 
 
@@ -24,6 +24,7 @@ class Statements:
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
             return None                                   # a docstring
         if not isinstance(s.value, ast.Call):
+            self.expr(s.value)                            # names a refused construct
             raise self.error(s, "an expression statement must be a call")
         obj = self.callee(s.value.func)
         if obj is lang.barrier:
@@ -69,6 +70,9 @@ class Statements:
             and value.attr == "shape" else None
         if arr is not None:
             ndim = arr.type.ndim
+            if ndim != len(target.elts):
+                raise self.error(s, f"{ast.unparse(value.value)} has {dims(ndim)} and the "
+                                    f"kernel unpacks {len(target.elts)} from its shape")
             value = ast.Tuple(elts=[ast.copy_location(ast.Subscript(
                 value=value, slice=ast.Constant(k), ctx=ast.Load()), s) for k in range(ndim)],
                 ctx=ast.Load())
@@ -322,8 +326,7 @@ class Statements:
 
     def stmt_Break(self, s):
         if not self.loopdepth:
-            raise self.error(s, "break directly in a parallel loop is not allowed: it has "
-                                "no order to stop")
+            raise self.error(s, precheck.BREAK)
         return ir.Break()
 
     def stmt_Continue(self, s):

@@ -88,8 +88,10 @@ def span(addr, size):
     return f"[{addr:#x}..{addr + size:#x})"
 
 
-def not_present(dev, addr, size):
-    return error(dev, f"present: {span(addr, size)} ({size} bytes at host address "
+def not_present(dev, addr, size, name=None):
+    """``name``: the item's, such as a kernel's argument (``k: argument 'x'``)."""
+    who = f"{name}: " if name else ""
+    return error(dev, f"{who}present: {span(addr, size)} ({size} bytes at host address "
                       f"{addr:#x}) is not present on the device")
 
 

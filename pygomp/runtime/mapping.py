@@ -33,8 +33,7 @@ import ctypes
 from . import attach, env, kinds
 from .deferred import collecting, later
 from .entries import (INFINITY, PTR, WORD, Item, MappingError, birth, copy_from,  # noqa: F401
-                      copy_to, death, down, error, not_present, owner, poison, ref, span,
-                      table_dump)
+                      copy_to, death, down, error, not_present, owner, poison, ref, span)
 
 
 class Region:
@@ -89,7 +88,7 @@ class Region:
         dev = self.dev
         addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
         if t.present:
-            raise not_present(dev, addr, size)
+            raise not_present(dev, addr, size, it.name)
         d = dev.plugin.alloc(dev.local, max(size, 1))
         try:
             e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
@@ -296,7 +295,7 @@ def exit_data(dev, items) -> None:
             else:
                 e = dev.map.find(it.addr, it.addr + it.size)
             if e is None and kinds.is_present(it.kind):
-                raise not_present(dev, it.addr, it.size)
+                raise not_present(dev, it.addr, it.size, it.name)
             entries.append(e)
         deleted = {id(owner(e)) for it, e in zip(items, entries) if e is not None and
                    kinds.base(it.kind) in (kinds.DELETE, kinds.DELETE_ZERO_LEN_ARRAY_SECTION)}
@@ -316,7 +315,7 @@ def update(dev, items) -> None:
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
                 if kinds.is_present(it.kind):
-                    raise not_present(dev, it.addr, it.size)
+                    raise not_present(dev, it.addr, it.size, it.name)
                 continue
             if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
                 raise error(dev, f"trying to update {span(it.addr, it.size)} when only "
@@ -473,8 +472,9 @@ def release_all(dev) -> None:
     free the result slots."""
     while dev.spare_results:
         dev.plugin.free(dev.local, dev.spare_results.pop())
-    left = [e for e in dev.map if e.refcount != INFINITY]
+    left = [e for e in dev.map if e.refcount != INFINITY]   # not the images' entries
     if left:
+        rows = "\n".join(f"  {e!r}" for e in left)
         env.info(env.INFO_TABLE, f"device {dev.number} still has {len(left)} "
-                                 f"mapping(s) at exit:\n{table_dump(dev)}")
+                                 f"mapping(s) at exit:\n{rows}")
     remove_entries(dev, dict.fromkeys(owner(e) for e in left))

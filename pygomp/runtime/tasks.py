@@ -15,11 +15,11 @@ A task runs in one of two ways:
 - otherwise (`submit`, or a predecessor of another kind) a worker thread waits for the
   predecessors and runs the whole construct.
 
-A task whose predecessor failed does not run: its `wait()` raises the predecessor's
-error.  `taskwait` waits for every task and raises the first failure, noting how many
-tasks failed; failures never waited for are reported at exit.  A task that has ended
-keeps nothing of its construct (regions, arrays), and one that ended well leaves the
-dependence tables.
+A task whose predecessor failed does not run: its `wait()` raises `DependencyFailed`,
+chained to the predecessor's error.  `taskwait` waits for every task and raises the
+first failure, noting how many tasks failed; failures never waited for are reported at
+exit.  A task that has ended keeps nothing of its construct (regions, arrays), and one
+that ended well leaves the dependence tables.
 """
 from __future__ import annotations
 
@@ -33,6 +33,20 @@ _pool = None
 _writer = {}      # address -> the last task that writes it
 _readers = {}     # address -> tasks reading it since that writer
 _pending = []     # every task not done, or failed, since the last taskwait
+
+
+class DependencyFailed(RuntimeError):
+    """A task that did not run because a task it depends on failed (its ``__cause__``)."""
+
+
+def _skipped(e):
+    """The error of a task whose predecessor failed with ``e``."""
+    root = e.__cause__ if isinstance(e, DependencyFailed) else e
+    first = (str(root).splitlines() or [""])[0]
+    err = DependencyFailed(f"this task did not run: a task it depends on failed "
+                           f"({type(root).__name__}: {first})")
+    err.__cause__ = root
+    return err
 
 
 class Task:
@@ -150,7 +164,10 @@ def _thread(task, before, fn, args):
 
     def body():
         for t in before:
-            t.wait()            # a failed predecessor: this task fails with its error
+            try:
+                t.wait()
+            except BaseException as e:
+                raise _skipped(e)
         out = fn(*args)
         _forget(task)
         return out
@@ -174,7 +191,7 @@ def submit_queued(device, start, run, depend=None) -> Task:
             return task
         for t in before:
             if t.failed() is not None:
-                task._outcome = (False, t.failed())
+                task._outcome = (False, _skipped(t.failed()))
                 return task
         try:
             events = [e for e in [t._event for t in waiting] if e is not None]
