@@ -218,6 +218,18 @@ class HostDialect(Dialect):
         em.line("#pragma omp atomic")
         em.line(f"{em.expr(s.target)} += {em.expr(s.value)};")
 
+    cas_sizes = (1, 2, 4, 8)
+
+    def atomic_native(self, em, a, ptr):
+        if a.type.is_float:
+            return None
+        return {"add": f"__atomic_fetch_add({ptr}, pyg_v, __ATOMIC_SEQ_CST)",
+                "exchange": f"__atomic_exchange_n({ptr}, pyg_v, __ATOMIC_SEQ_CST)",
+                "cas": f"__sync_val_compare_and_swap({ptr}, pyg_e, pyg_v)"}.get(a.op)
+
+    def atomic_swap(self, space, size, ptr, old, new):
+        return f"__sync_val_compare_and_swap({ptr}, {old}, {new})"
+
     def barrier(self, em):
         em.line("/* barrier: a gang is one thread on the host */")
 

@@ -37,8 +37,9 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import ir, steps
+from . import atomics, ir, steps
 from . import types as T
 from .emit import Dialect, private_terms, word_kinds
 from .reductions import array_copies
@@ -428,6 +429,17 @@ class WorkGroupDialect(Dialect):
             text = f"{target} += {value};"
         cond = self.writer(em, s.target.array)
         em.line(text if cond == "1" else f"if ({cond}) {text}")
+
+    def atomic_op(self, em, a, result):
+        cond = self.writer(em, a.target.array)
+        if cond != "1" and result is not None:
+            raise CompileError(f"omp.atomic_{a.op}'s old value is wanted here by every "
+                               f"work-item of a gang, but one of them does the atomic: "
+                               f"call it in a loop over workers or vector lanes, or as a "
+                               f"statement", em.cur.file, em.cur.line)
+        if cond != "1":
+            em.line(f"if ({cond})")
+        atomics.emit(em, a, result, plain=self.space(em, a.target.array) == "private")
 
     # -- arrays ----------------------------------------------------------------------------
     def array_decl(self, em, name, t):
