@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pygomp.compiler import ir
+from pygomp.compiler import ir, printing
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, rectangular
 
@@ -217,6 +217,10 @@ class HostDialect(Dialect):
     def atomic_add(self, em, s):
         em.line("#pragma omp atomic")
         em.line(f"{em.expr(s.target)} += {em.expr(s.value)};")
+
+    def print(self, em, s):         # the unit includes no stdio.h
+        em.line("{ extern int printf(const char *, ...); "
+                f"printf({', '.join(printing.printf_args(em, s))}); }}")
 
     cas_sizes = (1, 2, 4, 8)
 

@@ -172,6 +172,11 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
                            f"int64, uint32, uint64, float32 or float64)",
                            em.cur.file, s.line or em.cur.line)
 
+    def print_item(self, t, value):
+        if t.is_int and t.size == 8:        # OpenCL's long is 64 bits, and "ll" no length
+            return ("%ld", f"(long)({value})") if t.is_signed else ("%lu", f"(ulong)({value})")
+        return super().print_item(t, value)
+
     def atomic_native(self, em, a, ptr):
         t, op = a.type, a.op
         if t.name in ("int32", "uint32") or (t == T.FLOAT32 and op == "exchange"):

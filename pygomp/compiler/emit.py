@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import atomics, boundscheck, hoist, ir
+from . import atomics, boundscheck, hoist, ir, printing
 from . import types as T
 from .reductions import combine
 
@@ -144,6 +144,20 @@ class Dialect:
 
     def barrier(self, em) -> None:
         raise NotImplementedError
+
+    def print(self, em, s: ir.Print) -> None:
+        em.line(f"printf({', '.join(printing.printf_args(em, s))});")
+
+    def print_item(self, t: T.Scalar, value: str) -> tuple:
+        """The printf conversion of a ``t`` and its argument."""
+        if t.is_bool:
+            return "%s", f'({value}) ? "True" : "False"'
+        if t.is_float:
+            return "%g", value
+        if t.size < 8:
+            return ("%d", f"(int)({value})") if t.is_signed else ("%u", f"(unsigned)({value})")
+        return ("%lld", f"(long long)({value})") if t.is_signed \
+            else ("%llu", f"(unsigned long long)({value})")
 
     # -- atomics with their old value (see `pygomp.compiler.atomics`) ------------------
     cas_sizes = (4, 8)          # the element sizes the device compares and swaps
@@ -567,6 +581,9 @@ class Emitter:
             self.d.kernel_return(self, self.cur, v)
         else:
             self.line("return;" if v is None else f"return {v};")
+
+    def s_Print(self, s):
+        self.d.print(self, s)
 
     def s_Barrier(self, s):
         self.d.barrier(self)

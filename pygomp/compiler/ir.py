@@ -231,6 +231,14 @@ class AtomicAdd(Stmt):
 
 
 @dataclass
+class Print(Stmt):
+    """``print(*items, sep=sep, end=end)``: each item a scalar Expr or a str."""
+    items: list
+    sep: str = " "
+    end: str = "\n"
+
+
+@dataclass
 class Atomic(Expr):
     """``op`` ("add", "max", "min", "exchange", "cas") on ``target`` (an Index), atomically;
     its value is the old one.  Only a statement's call or an assignment's whole value."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 from dataclasses import fields
 
@@ -36,9 +37,34 @@ class Statements:
             return ir.Barrier()
         if obj is lang.atomic_add:
             return self.atomic(s.value)
+        if obj is builtins.print:
+            return self.print_call(s.value)
         if obj in lang.ATOMICS:
             self.atomic_call = s.value
         return ir.ExprStmt(self.expr(s.value))
+
+    def print_call(self, call):
+        """``print(...)`` of scalars and string literals (``sep=`` and ``end=`` strings)."""
+        kw = {}
+        for k in call.keywords:
+            if k.arg not in ("sep", "end") or not (isinstance(k.value, ast.Constant)
+                                                   and isinstance(k.value.value, str)):
+                raise self.error(call, "print() takes only sep= and end= string literals "
+                                       "as keywords")
+            kw[k.arg] = k.value.value
+        items = []
+        for a in call.args:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                items.append(a.value)
+                continue
+            if isinstance(a, ast.Starred):
+                raise self.error(call, "print(*...) is not supported: name each value")
+            v = self.expr(a)
+            if not isinstance(v.type, T.Scalar):
+                raise self.error(call, f"print() of the array {ast.unparse(a)!r}: print "
+                                       f"its elements (print({ast.unparse(a)}[i]))")
+            items.append(v)
+        return ir.Print(items, **kw)
 
     def atomic(self, call, capture=False):
         """``omp.atomic_<op>(a, i, ...)``: ir.AtomicAdd for a statement that adds to a type

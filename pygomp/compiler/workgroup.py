@@ -430,6 +430,12 @@ class WorkGroupDialect(Dialect):
         cond = self.writer(em, s.target.array)
         em.line(text if cond == "1" else f"if ({cond}) {text}")
 
+    def print(self, em, s):
+        cond = self.leader(em)          # once, where work-items run the code redundantly
+        if cond != "1":
+            em.line(f"if ({cond})")
+        super().print(em, s)
+
     def atomic_op(self, em, a, result):
         cond = self.writer(em, a.target.array)
         if cond != "1" and result is not None:
