@@ -109,9 +109,32 @@ def test_what_work_group_devices_refuse():
     from pygomp.kernels import dialect_for
     args = (np.zeros(1, np.int32), np.zeros(4, np.int32))
     for target in ("opencl", "cuda"):
-        with pytest.raises(CompileError, match="one of them does the atomic"):
+        with pytest.raises(CompileError, match="its old value cannot be used where"):
             gang_capture.spec(args).unit(dialect_for(target))
     opencl = dialect_for("opencl")
     for dtype, needs in (("int64", True), ("float64", True), ("int16", False)):
         info = contend.spec(inputs(dtype, n=4)).unit(opencl).kernels[0]
         assert ("int64_atomics" in info.requires) == needs
+
+
+@omp.declare_target
+def count(hist, top, k, v):
+    omp.atomic_add(hist, k, 1)
+    omp.atomic_max(top, k, v)
+
+
+@omp.target
+def first_claims(keys, owner, hist, top):
+    for i in omp.parallel_range(keys.shape[0]):
+        old = omp.atomic_cas(owner, keys[i], -1, i)
+        if old == -1:
+            count(hist, top, keys[i], i)
+
+
+def test_atomics_as_statements_in_a_helper(device):
+    keys = np.random.default_rng(3).integers(0, 9, 2000)
+    owner, hist, top = np.full(9, -1, np.int64), np.zeros(9, np.int16), np.zeros(9, np.int32)
+    first_claims.on(device)(keys, owner, hist, top)
+    np.testing.assert_array_equal(hist, 1)
+    np.testing.assert_array_equal(top, owner)
+    np.testing.assert_array_equal(keys[owner], np.arange(9))

@@ -83,7 +83,8 @@ class Statements:
         if op == "add" and not capture and t in (T.INT32, T.INT64, T.UINT32, T.UINT64,
                                                  T.FLOAT32, T.FLOAT64):
             return ir.AtomicAdd(target, vals[0])
-        return ir.Atomic(op, target, vals[-1], vals[0] if op == "cas" else None, type=t)
+        a = ir.Atomic(op, target, vals[-1], vals[0] if op == "cas" else None, type=t)
+        return a if capture else ir.ExprStmt(a)
 
     def stmt_Assign(self, s):
         if len(s.targets) != 1:

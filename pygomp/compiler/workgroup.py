@@ -439,10 +439,12 @@ class WorkGroupDialect(Dialect):
     def atomic_op(self, em, a, result):
         cond = self.writer(em, a.target.array)
         if cond != "1" and result is not None:
-            raise CompileError(f"omp.atomic_{a.op}'s old value is wanted here by every "
-                               f"work-item of a gang, but one of them does the atomic: "
-                               f"call it in a loop over workers or vector lanes, or as a "
-                               f"statement", em.cur.file, em.cur.line)
+            where = "in a helper, whose caller picks the work-item that does it" \
+                if cond.endswith("__w") else "where the work-items of a gang run the code " \
+                "redundantly and one of them does it"
+            raise CompileError(f"omp.atomic_{a.op}: its old value cannot be used {where}: "
+                               f"call it as a statement, or capture it in a loop over "
+                               f"workers or vector lanes", em.cur.file, em.cur.line)
         if cond != "1":
             em.line(f"if ({cond})")
         atomics.emit(em, a, result, plain=self.space(em, a.target.array) == "private")
