@@ -57,7 +57,8 @@ from .runtime import calls, devices, env, images, kinds, mapping, tasks
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
-         "barrier", "atomic_add", "gang_id", "worker_id", "vector_id", "num_gangs",
+         "barrier", "atomic_add", "atomic_max", "atomic_min", "atomic_exchange",
+         "atomic_cas", "gang_id", "worker_id", "vector_id", "num_gangs",
          "num_workers", "vector_length")
 __all__ = ["target", "Kernel", "CompileError", *_LANG]
 

@@ -301,14 +301,7 @@ class _WithRecord:
 def emu():
     pytest.importorskip("pygomp_plugins.cuda.target")
     import test_cuda_emu
-    header = test_cuda_emu.HEADER      # the emulation has CUDA's atomicAdd, not atomicCAS
-    test_cuda_emu.HEADER += ("template <class T> static T atomicCAS(T *p, T c, T v) "
-                             "{ std::atomic_ref<T>(*p).compare_exchange_strong(c, v); "
-                             "return c; }\n")
-    try:
-        yield test_cuda_emu
-    finally:
-        test_cuda_emu.HEADER = header
+    return test_cuda_emu
 
 
 CUDA_CASES = [(shifted_read, (np.zeros(2), np.zeros(2), 0)),

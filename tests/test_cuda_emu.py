@@ -93,6 +93,13 @@ template <class T> static T __shfl_xor_sync(unsigned, T v, int o) {
     return r;
 }
 template <class T> static T atomicAdd(T *p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> static T atomicExch(T *p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <class T> static T atomicCAS(T *p, T e, T v)
+{ std::atomic_ref<T>(*p).compare_exchange_strong(e, v); return e; }
+template <class T> static T atomicMax(T *p, T v)
+{ std::atomic_ref<T> r(*p); T o = r.load(); while (v > o && !r.compare_exchange_weak(o, v)); return o; }
+template <class T> static T atomicMin(T *p, T v)
+{ std::atomic_ref<T> r(*p); T o = r.load(); while (v < o && !r.compare_exchange_weak(o, v)); return o; }
 #define PYG_CAST(name, from, to) \
     static inline to name(from v) { to r; memcpy(&r, &v, sizeof r); return r; }
 PYG_CAST(__int_as_float, int, float)

@@ -35,6 +35,13 @@ _TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int
 _ATOMIC_ADD = {"int32": "int", "uint32": "unsigned int", "int64": "unsigned long long",
                "uint64": "unsigned long long", "float32": "float", "float64": "double"}
 
+_MINMAX = {"int32": "int", "uint32": "unsigned int", "int64": "long long",
+           "uint64": "unsigned long long"}
+_SWAP = {"int32": "int", "uint32": "unsigned int", "int64": "unsigned long long",
+         "uint64": "unsigned long long"}
+_NATIVE = {"add": _ATOMIC_ADD, "max": _MINMAX, "min": _MINMAX, "cas": _SWAP,
+           "exchange": {**_SWAP, "float32": "float"}}
+
 
 _PREAMBLE = ("#define INFINITY __int_as_float(0x7f800000)\n"   # NVRTC has no math.h
              "#define NAN __int_as_float(0x7fffffff)\n\n"
@@ -116,6 +123,17 @@ class CudaDialect(WorkGroupDialect):
                                f"int64, uint32, uint64, float32 or float64)",
                                em.cur.file, s.line or em.cur.line)
         return f"atomicAdd(({c} *)&{target}, ({c}){value});"
+
+    def atomic_native(self, em, a, ptr):
+        c = _NATIVE[a.op].get(a.type.name)
+        if c is None:
+            return None
+        fn = {"exchange": "atomicExch", "cas": "atomicCAS"}.get(a.op, f"atomic{a.op.title()}")
+        e = f"({c})pyg_e, " if a.op == "cas" else ""
+        return f"({_TYPES[a.type.name]}){fn}(({c} *){ptr}, {e}({c})pyg_v)"
+
+    def atomic_swap(self, space, size, ptr, old, new):
+        return f"atomicCAS({ptr}, {old}, {new})"
 
     def barrier(self, em):
         em.line("__syncthreads();")

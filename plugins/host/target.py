@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pygomp.compiler import ir
+from pygomp.compiler import ir, printing
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, rectangular
 
@@ -217,6 +217,22 @@ class HostDialect(Dialect):
     def atomic_add(self, em, s):
         em.line("#pragma omp atomic")
         em.line(f"{em.expr(s.target)} += {em.expr(s.value)};")
+
+    def print(self, em, s):         # the unit includes no stdio.h
+        em.line("{ extern int printf(const char *, ...); "
+                f"printf({', '.join(printing.printf_args(em, s))}); }}")
+
+    cas_sizes = (1, 2, 4, 8)
+
+    def atomic_native(self, em, a, ptr):
+        if a.type.is_float:
+            return None
+        return {"add": f"__atomic_fetch_add({ptr}, pyg_v, __ATOMIC_SEQ_CST)",
+                "exchange": f"__atomic_exchange_n({ptr}, pyg_v, __ATOMIC_SEQ_CST)",
+                "cas": f"__sync_val_compare_and_swap({ptr}, pyg_e, pyg_v)"}.get(a.op)
+
+    def atomic_swap(self, space, size, ptr, old, new):
+        return f"__sync_val_compare_and_swap({ptr}, {old}, {new})"
 
     def barrier(self, em):
         em.line("/* barrier: a gang is one thread on the host */")

@@ -350,7 +350,8 @@ class OpenCLPlugin(Plugin):
                 buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                                 hostbuf=host)
             else:
-                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, max(size, 1))
+                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE,   # whole 32-bit words: the
+                                max(size + 3 & ~3, 4))              # atomics of int8, int16
         except cl.MemoryError:
             return 0
         buf._pygomp_dev = dev

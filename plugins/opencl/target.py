@@ -80,7 +80,10 @@ def _uses_float64(fn) -> bool:
 
 
 def _atomic_types(fn):
-    return {n.target.type for n in ir.walk(fn.body) if isinstance(n, ir.AtomicAdd)}
+    return {n.target.type for n in ir.walk(fn.body) if isinstance(n, (ir.AtomicAdd, ir.Atomic))}
+
+
+_ATOM = {"add": "atom_add", "exchange": "atom_xchg", "cas": "atom_cmpxchg"}
 
 
 class OpenCLDialect(LoopLowering, WorkGroupDialect):
@@ -168,6 +171,27 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
         raise CompileError(f"atomic_add on {t} is not supported on OpenCL (use int32, "
                            f"int64, uint32, uint64, float32 or float64)",
                            em.cur.file, s.line or em.cur.line)
+
+    def print_item(self, t, value):
+        if t.is_int and t.size == 8:        # OpenCL's long is 64 bits, and "ll" no length
+            return ("%ld", f"(long)({value})") if t.is_signed else ("%lu", f"(ulong)({value})")
+        return super().print_item(t, value)
+
+    def atomic_native(self, em, a, ptr):
+        t, op = a.type, a.op
+        if t.name in ("int32", "uint32") or (t == T.FLOAT32 and op == "exchange"):
+            fn = {"exchange": "atomic_xchg", "cas": "atomic_cmpxchg"}.get(op, f"atomic_{op}")
+        elif t.name in ("int64", "uint64") and op in _ATOM:    # cl_khr_int64_base_atomics
+            fn = _ATOM[op]
+        else:
+            return None
+        return f"{fn}({ptr}, pyg_e, pyg_v)" if op == "cas" else f"{fn}({ptr}, pyg_v)"
+
+    def atomic_pointer(self, space, c):
+        return f"volatile __{space} {c} *"
+
+    def atomic_swap(self, space, size, ptr, old, new):
+        return f"{'atomic' if size == 4 else 'atom'}_cmpxchg({ptr}, {old}, {new})"
 
     def barrier(self, em):
         em.line("PYG_BARRIER();")

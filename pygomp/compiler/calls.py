@@ -60,7 +60,13 @@ class Calls:
             return ir.Builtin(lang.BUILTINS[obj], type=T.INT64)
         if isinstance(obj, lang.DeclareTarget):
             return self.helper_call(obj, node)
-        if obj in (lang.barrier, lang.atomic_add):
+        if obj in lang.ATOMICS:
+            if node is not getattr(self, "atomic_call", None):
+                raise self.error(node, f"{ast.unparse(node.func)}(): call it as a statement or "
+                                       f"assign its value (the old element) to a variable: "
+                                       f"old = {ast.unparse(node.func)}(...)")
+            return self.atomic(node, capture=True)
+        if obj is lang.barrier:
             raise self.error(node, f"{ast.unparse(node.func)}() is a statement, not a value")
         if obj is builtins.len:
             self.no_args(node, 1)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import boundscheck, hoist, ir
+from . import atomics, boundscheck, hoist, ir, printing
 from . import types as T
 from .reductions import combine
 
@@ -143,6 +143,40 @@ class Dialect:
         raise NotImplementedError
 
     def barrier(self, em) -> None:
+        raise NotImplementedError
+
+    def print(self, em, s: ir.Print) -> None:
+        em.line(f"printf({', '.join(printing.printf_args(em, s))});")
+
+    def print_item(self, t: T.Scalar, value: str) -> tuple:
+        """The printf conversion of a ``t`` and its argument."""
+        if t.is_bool:
+            return "%s", f'({value}) ? "True" : "False"'
+        if t.is_float:
+            return "%g", value
+        if t.size < 8:
+            return ("%d", f"(int)({value})") if t.is_signed else ("%u", f"(unsigned)({value})")
+        return ("%lld", f"(long long)({value})") if t.is_signed \
+            else ("%llu", f"(unsigned long long)({value})")
+
+    # -- atomics with their old value (see `pygomp.compiler.atomics`) ------------------
+    cas_sizes = (4, 8)          # the element sizes the device compares and swaps
+
+    def atomic_op(self, em, a: ir.Atomic, result) -> None:
+        """``a``, its old value stored into ``result`` (C text, or None)."""
+        atomics.emit(em, a, result)
+
+    def atomic_native(self, em, a: ir.Atomic, ptr: str):
+        """The device's instruction for ``a`` on ``ptr``, valued the old element (reading
+        ``pyg_v`` and ``pyg_e``), or None: a CAS loop."""
+        return None
+
+    def atomic_pointer(self, space: str, c: str) -> str:
+        """The type of a pointer to a ``c`` the device's atomics take, in ``space``."""
+        return f"{c} *"
+
+    def atomic_swap(self, space: str, size: int, ptr, old, new) -> str:
+        """Compare-and-swap of a ``size``-byte unsigned word; its value the old word."""
         raise NotImplementedError
 
     # -- the kernel contract ----------------------------------------------------------
@@ -450,11 +484,24 @@ class Emitter:
                 self.d.store(self, s)
         elif isinstance(s.target, ir.Index):
             self.d.store(self, s)
+        elif isinstance(s.value, ir.Atomic) or isinstance(s.value, ir.Cast) \
+                and isinstance(s.value.operand, ir.Atomic):
+            self.atomic(getattr(s.value, "operand", s.value), self.expr(s.target))
         else:
             self.line(f"{self.expr(s.target)} = {self.expr(s.value)};")
 
     def s_ExprStmt(self, s):
+        if isinstance(s.expr, ir.Atomic):
+            self.atomic(s.expr, None)
+            return
         self.line(f"(void){self.expr(s.expr)};")
+
+    def atomic(self, a, result):
+        if self.check:
+            with boundscheck.guarded(self, a.target):
+                self.d.atomic_op(self, a, result)
+        else:
+            self.d.atomic_op(self, a, result)
 
     def s_If(self, s):
         self.line(f"if ({self.expr(s.cond)}) {{")
@@ -534,6 +581,9 @@ class Emitter:
             self.d.kernel_return(self, self.cur, v)
         else:
             self.line("return;" if v is None else f"return {v};")
+
+    def s_Print(self, s):
+        self.d.print(self, s)
 
     def s_Barrier(self, s):
         self.d.barrier(self)

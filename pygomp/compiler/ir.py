@@ -231,6 +231,24 @@ class AtomicAdd(Stmt):
 
 
 @dataclass
+class Print(Stmt):
+    """``print(*items, sep=sep, end=end)``: each item a scalar Expr or a str."""
+    items: list
+    sep: str = " "
+    end: str = "\n"
+
+
+@dataclass
+class Atomic(Expr):
+    """``op`` ("add", "max", "min", "exchange", "cas") on ``target`` (an Index), atomically;
+    its value is the old one.  Only a statement's call or an assignment's whole value."""
+    op: str
+    target: Index
+    value: Expr
+    expected: Expr = None       # for "cas"
+
+
+@dataclass
 class ArrayInit(Stmt):
     """Where a private or local array is created (``np.zeros``, ``omp.shared_array``).
     The array itself is declared with its scope's ``decls``; this zero-fills if asked."""
@@ -276,6 +294,8 @@ def stores(fn: Function) -> dict:
         own = [v for v in own if isinstance(v, Expr) or isinstance(v, Dim)
                or (isinstance(v, list) and v and not isinstance(v[0], Stmt))]
         for n in walk(own):
+            if isinstance(n, Atomic):
+                roots.append(n.target.array.name)
             if isinstance(n, HelperCall):
                 for a, (p, _) in zip(n.args, n.fn.params):
                     if isinstance(a, (ArrayRef, View)) and p in n.fn.written:

@@ -16,7 +16,9 @@ bounds may use the outer loop variables):
 Thread numbers: ``gang_id()``, ``worker_id()``, ``vector_id()``, ``num_gangs()``,
 ``num_workers()``, ``vector_length()``.  Memory: ``shared_array(shape, dtype)`` (one array
 per gang, shared by its workers), ``barrier()`` (all workers of a gang),
-``atomic_add(array, index, value)``.
+``atomic_add(array, index, value)``, ``atomic_max``, ``atomic_min``, ``atomic_exchange``
+(same arguments) and ``atomic_cas(array, index, expected, new)``: each returns the old
+value of ``array[index]``, as OpenMP's ``atomic capture`` does.
 """
 from __future__ import annotations
 
@@ -53,8 +55,42 @@ def barrier():
 
 
 def atomic_add(array, index, value):
-    """array[index] += value, atomically."""
+    """array[index] += value, atomically; returns the old value."""
+    old = array[index]
     array[index] += value
+    return old
+
+
+def atomic_max(array, index, value):
+    """array[index] = value if value > array[index], atomically; returns the old value."""
+    old = array[index]
+    if value > old:
+        array[index] = value
+    return old
+
+
+def atomic_min(array, index, value):
+    """array[index] = value if value < array[index], atomically; returns the old value."""
+    old = array[index]
+    if value < old:
+        array[index] = value
+    return old
+
+
+def atomic_exchange(array, index, value):
+    """array[index] = value, atomically; returns the old value."""
+    old = array[index]
+    array[index] = value
+    return old
+
+
+def atomic_cas(array, index, expected, new):
+    """array[index] = new if array[index] == expected, atomically; returns the old value
+    (the swap happened if it equals ``expected``)."""
+    old = array[index]
+    if old == expected:
+        array[index] = new
+    return old
 
 
 def gang_id():
@@ -83,6 +119,8 @@ def vector_length():
 
 LOOPS = {gang: ("gang",), worker: ("worker",), vector: ("vector",),
          parallel_range: ("gang", "worker", "vector")}
+ATOMICS = {atomic_add: "add", atomic_max: "max", atomic_min: "min",
+           atomic_exchange: "exchange", atomic_cas: "cas"}
 BUILTINS = {gang_id: "gang_id", worker_id: "worker_id", vector_id: "vector_id",
             num_gangs: "num_gangs", num_workers: "num_workers",
             vector_length: "vector_length"}

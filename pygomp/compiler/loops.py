@@ -157,7 +157,7 @@ class Loops:
         loop.decls = [(c, t if t is not None else self.vtypes.get(_py(c)))
                       for c, t in scope.decls]
         loop.body = guard_continue(loop.body, loop)
-        loop.has_sync = any(isinstance(n, (ir.AtomicAdd, ir.Barrier)) for n in ir.walk(loop.body))
+        loop.has_sync = any(isinstance(n, (ir.AtomicAdd, ir.Atomic, ir.Barrier)) for n in ir.walk(loop.body))
         return loop
 
     def clauses(self, s):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 from dataclasses import fields
 
@@ -37,19 +38,54 @@ class Statements:
             return ir.Barrier()
         if obj is lang.atomic_add:
             return self.atomic(s.value)
+        if obj is builtins.print:
+            return self.print_call(s.value)
+        if obj in lang.ATOMICS:
+            self.atomic_call = s.value
         return ir.ExprStmt(self.expr(s.value))
 
-    def atomic(self, call):
-        self.no_args(call, 3)
-        arr, idx, val = call.args
+    def print_call(self, call):
+        """``print(...)`` of scalars and string literals (``sep=`` and ``end=`` strings)."""
+        kw = {}
+        for k in call.keywords:
+            if k.arg not in ("sep", "end") or not (isinstance(k.value, ast.Constant)
+                                                   and isinstance(k.value.value, str)):
+                raise self.error(call, "print() takes only sep= and end= string literals "
+                                       "as keywords")
+            kw[k.arg] = k.value.value
+        items = []
+        for a in call.args:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                items.append(a.value)
+                continue
+            if isinstance(a, ast.Starred):
+                raise self.error(call, "print(*...) is not supported: name each value")
+            v = self.expr(a)
+            if not isinstance(v.type, T.Scalar):
+                raise self.error(call, f"print() of the array {ast.unparse(a)!r}: print "
+                                       f"its elements (print({ast.unparse(a)}[i]))")
+            items.append(v)
+        return ir.Print(items, **kw)
+
+    def atomic(self, call, capture=False):
+        """``omp.atomic_<op>(a, i, ...)``: ir.AtomicAdd for a statement that adds to a type
+        atomic_add always took, else an ir.Atomic (whose value is the old element)."""
+        op = lang.ATOMICS[self.callee(call.func)]
+        self.no_args(call, 4 if op == "cas" else 3)
+        arr, idx, *vals = call.args
         target = self.subscript(arr, idx.elts if isinstance(idx, ast.Tuple) else [idx], call)
         t = target.type
+        name = f"omp.atomic_{op}"
         if isinstance(target, ir.View):
-            raise self.error(call, "omp.atomic_add needs an index for every dimension")
-        if t not in (T.INT32, T.INT64, T.UINT32, T.UINT64, T.FLOAT32, T.FLOAT64):
-            raise self.error(call, f"omp.atomic_add on a {t} array: use int32, int64, "
-                                   f"uint32, uint64, float32 or float64")
-        return ir.AtomicAdd(target, self.convert(self.expr(val), t, call))
+            raise self.error(call, f"{name} needs an index for every dimension")
+        if t.is_bool:
+            raise self.error(call, f"{name} on a bool array: use a numeric type")
+        vals = [self.convert(self.expr(v), t, call) for v in vals]
+        if op == "add" and not capture and t in (T.INT32, T.INT64, T.UINT32, T.UINT64,
+                                                 T.FLOAT32, T.FLOAT64):
+            return ir.AtomicAdd(target, vals[0])
+        a = ir.Atomic(op, target, vals[-1], vals[0] if op == "cas" else None, type=t)
+        return a if capture else ir.ExprStmt(a)
 
     def stmt_Assign(self, s):
         if len(s.targets) != 1:
@@ -62,6 +98,7 @@ class Statements:
             made = self.array_creation(target, s.value)
             if made is not None:
                 return made
+            self.atomic_call = s.value      # old = omp.atomic_max(...): the one place
         return self.assign(target, s.value, s)
 
     def unpack(self, target, value, s):

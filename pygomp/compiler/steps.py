@@ -123,7 +123,7 @@ def stores(stmts, mine=()) -> bool:
     array that is not private, an atomic, a helper that writes, a kernel result);
     ``mine``: names of arrays private to a work-item whatever their space."""
     for n in ir.walk(stmts):
-        if isinstance(n, (ir.Assign, ir.AtomicAdd)) and isinstance(n.target, ir.Index) \
+        if isinstance(n, (ir.Assign, ir.AtomicAdd, ir.Atomic)) and isinstance(n.target, ir.Index) \
                 and n.target.array.type.space != "private" and n.target.array.name not in mine:
             return True
         if isinstance(n, ir.HelperCall) and n.fn.written or isinstance(n, ir.Return):

@@ -37,8 +37,9 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import ir, steps
+from . import atomics, ir, steps
 from . import types as T
 from .emit import Dialect, private_terms, word_kinds
 from .reductions import array_copies
@@ -428,6 +429,25 @@ class WorkGroupDialect(Dialect):
             text = f"{target} += {value};"
         cond = self.writer(em, s.target.array)
         em.line(text if cond == "1" else f"if ({cond}) {text}")
+
+    def print(self, em, s):
+        cond = self.leader(em)          # once, where work-items run the code redundantly
+        if cond != "1":
+            em.line(f"if ({cond})")
+        super().print(em, s)
+
+    def atomic_op(self, em, a, result):
+        cond = self.writer(em, a.target.array)
+        if cond != "1" and result is not None:
+            where = "in a helper, whose caller picks the work-item that does it" \
+                if cond.endswith("__w") else "where the work-items of a gang run the code " \
+                "redundantly and one of them does it"
+            raise CompileError(f"omp.atomic_{a.op}: its old value cannot be used {where}: "
+                               f"call it as a statement, or capture it in a loop over "
+                               f"workers or vector lanes", em.cur.file, em.cur.line)
+        if cond != "1":
+            em.line(f"if ({cond})")
+        atomics.emit(em, a, result, plain=self.space(em, a.target.array) == "private")
 
     # -- arrays ----------------------------------------------------------------------------
     def array_decl(self, em, name, t):
