@@ -179,9 +179,7 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
     region there), and ``call(words)`` runs its host code on the host later in the
     construct's order (`_on_host`), then the construct ends as on the device.  Inside an
     async queue's `deferred.deferred` block the map changes now and the rest waits."""
-    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=acc_)
-    ok = False
-    try:
+    def work(r):
         spans, slots = accmap.device_memory(dev)        # now: entries may go at the end
         spans += [(a, a + size) for a, (d, size) in list(_blocks.items()) if d == dev.number]
         spans += [(a, a + size) for a, size in acc.allocations(dev)]
@@ -198,12 +196,23 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
-        work = (_on_host, dev, list(zip(r.args, anchors)), _merged(spans), sorted(slots),
+        return (_on_host, dev, list(zip(r.args, anchors)), _merged(spans), sorted(slots),
                 pointers, call, where)
+    _queued_region(dev, fn, items, work, acc_, rec, launch)
+
+
+def _queued_region(dev, fn, items, work, acc_, rec, launch):
+    """Map ``items`` on ``dev`` (with the construct's events under ``rec``), queue the
+    call ``work(region)`` returns (a launch of ``fn``, in the construct's order), and end
+    the construct as on the device (copying back only if all went well)."""
+    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=acc_)
+    ok = False
+    try:
+        job = work(r)
         if rec:
-            _launch_later(rec, fn, launch, *work)
+            _launch_later(rec, fn, launch, *job)
         else:
-            deferred.later(*work)
+            deferred.later(*job)
         ok = True
     finally:
         if rec:
@@ -534,20 +543,10 @@ def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, 
 
 def _acc_region(dev, fn, items, rec=None, launch=(0, 0, 0)):
     """A compute region's host code on a host-plugin device, with device addresses."""
-    r = _enter(rec, dev, items) if rec else mapping.begin(dev, items, acc=True)
-    ok = False
-    try:
-        args = ffi.new("uintptr_t[]", r.args or [0])
-        if rec:
-            _launch_later(rec, fn, launch, lib.pg_call_acc, fn, args, acc.region_type(dev))
-        else:
-            deferred.later(lib.pg_call_acc, fn, args, acc.region_type(dev))
-        ok = True
-    finally:
-        if rec:
-            _exit(rec, r, ok)
-        else:
-            mapping.end(r, copy_back=ok)
+    _queued_region(dev, fn, items, lambda r: (lib.pg_call_acc, fn,
+                                              ffi.new("uintptr_t[]", r.args or [0]),
+                                              acc.region_type(dev)),
+                   True, rec, launch)
 
 
 def _acc_image(rec, dev, fn, items, launch):
