@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import pygomp
 import pygomp.kernels as omp
 from pygomp.compiler import types as T
 from pygomp.errors import CompileError
@@ -97,6 +98,26 @@ def mandelbrot(xs, ys, limit: int, counts):
             counts[i, j] = k
 
 
+@omp.target
+def columns(A, y, out):
+    """y reduced over the rows (an array reduction); a private array sized at run time."""
+    n, m = A.shape
+    for i in omp.parallel_range(n, reduction="+:y"):
+        for j in range(m):
+            y[j] += A[i, j] * (1 + 1j)
+    for i in omp.parallel_range(n):
+        row = np.zeros(m, np.complex128)      # two words an element
+        b = np.zeros(m, np.complex128)        # after row's words
+        for j in range(m):
+            b[j] = A[i, j]
+        for j in range(m):
+            row[j] = A[i, m - 1 - j]
+        acc = row[0] - row[0]
+        for j in range(m):
+            acc += row[j] * (j + 1) - b[j]
+        out[i] = acc
+
+
 def _py(kernel, *args):
     """Run ``kernel.py_func`` on copies of the arrays; (its result, the copies)."""
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -161,9 +182,21 @@ def test_scalar_arguments_and_results(device):
     for a in (2 - 3j, np.complex64(0.5 + 1j), np.complex128(-1 + 0.5j)):
         out = np.zeros(50, np.complex128)
         want, (_, _, ref) = _py(scaled, x, a, out)
-        got = scaled.on(device)(x, a, out)
-        assert got == pytest.approx(want, rel=1e-6)
+        with pygomp.target_data(device, to=[x], tofrom=[out]):
+            for _ in range(2):              # data present: the second call is prepared
+                got = scaled.on(device)(x, a, out)
+                assert got == pytest.approx(want, rel=1e-6)
         np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", CTYPES, ids=lambda t: np.dtype(t).name)
+def test_array_reduction_and_private_array(device, dtype):
+    A = cvals(37 * 9, dtype, 9).reshape(37, 9)
+    y, out = np.zeros(9, dtype), np.zeros(37, dtype)
+    _, (_, ry, rout) = _py(columns, A, y, out)
+    columns.on(device)(A, y, out)
+    np.testing.assert_allclose(y, ry, rtol=1e-4 if dtype == np.complex64 else 1e-12)
+    np.testing.assert_allclose(out, rout, rtol=RTOL[dtype])
 
 
 def test_mandelbrot(device):
@@ -258,6 +291,7 @@ def emu():
         cases += [(arith, (z, z, np.zeros(2, t), t(1))), (sums, (z, z)),
                   (level_sums, (z, z, 1, 1, z)), (functions, (z, np.zeros((2, 5), t),
                                                               np.zeros((2, 3), z.real.dtype)))]
+        cases.append((columns, (np.zeros((2, 2), t), z, z)))
     cases.append((mandelbrot, (np.zeros(2), np.zeros(2), 1, np.zeros((2, 2), np.int64))))
     return tce, tce.emulator(cases)
 
@@ -281,6 +315,13 @@ def test_cuda_emulated(emu, dtype, gangs, workers, vector):
     _, (_, _, _, _, ref) = _py(level_sums, x, p, 6, 40, out)
     tce.run(lib, level_sums, (x, p, 6, 40, out), *geo)
     np.testing.assert_allclose(out, ref, rtol=1e-4 if dtype == np.complex64 else 1e-10)
+
+    A = x[:24 * 10].reshape(24, 10)
+    yy, rows = np.zeros(10, dtype), np.zeros(24, dtype)
+    _, (_, ry, rrows) = _py(columns, A, yy, rows)
+    tce.run(lib, columns, (A, yy, rows), *geo)
+    np.testing.assert_allclose(yy, ry, rtol=1e-4 if dtype == np.complex64 else 1e-12)
+    np.testing.assert_allclose(rows, rrows, rtol=RTOL[dtype])
 
     out, parts = np.zeros((240, 5), dtype), np.zeros((240, 3), x.real.dtype)
     _, (_, ref, rparts) = _py(functions, x, out, parts)

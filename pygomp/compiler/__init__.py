@@ -4,6 +4,7 @@
     statements.py  the visitor's statements;  loops.py  its for loops and clauses
     expressions.py its expressions;  calls.py  its calls (math, min/max/abs, helpers)
     types.py       scalar and array types (arrays carry their address space)
+    complexes.py   complex64/complex128: front-end rules and their C text per dialect
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
     emit.py        the one emitter, and `Dialect`: the hooks a target implements

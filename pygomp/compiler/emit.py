@@ -336,13 +336,14 @@ def word_kinds(fn: ir.Function) -> tuple:
 
 def private_terms(fn: ir.Function) -> tuple:
     """`KernelInfo.private` of a kernel: its private arrays sized at run time and its
-    array reduction copies (``fn.sizes``), one 8-byte word per element and participant;
+    array reduction copies (``fn.sizes``), one 8-byte word per element (two for a complex128) and participant;
     an extent must be a constant, a scalar argument or an array extent (the plugin
     multiplies argument words)."""
     index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
     terms = []
+    per = elem_words(fn)
     for name, dims in fn.sizes.items():
-        size, words = 8, []
+        size, words = 8 * per.get(name, 1), []
         for e in dims:
             if isinstance(e, ir.Const):
                 size *= int(e.value)
@@ -357,6 +358,15 @@ def private_terms(fn: ir.Function) -> tuple:
                                    fn.decl_lines.get(name, fn.line))
         terms.append((size, tuple(words)))
     return tuple(terms)
+
+
+def elem_words(fn: ir.Function) -> dict:
+    """{private array or array reduction copy: the 8-byte words of one element}."""
+    arrays = list(fn.decls)
+    for n in ir.walk(fn.body):
+        if isinstance(n, ir.ParLoop):
+            arrays += n.decls + [(r.local, r.type) for r in n.reductions]
+    return {name: t.elem.words for name, t in arrays if isinstance(t, T.Array)}
 
 
 def c_const(value, t: T.Scalar, tname: str) -> str:
@@ -641,9 +651,11 @@ class Emitter:
         """({array: the word where it starts in a participant's private scratch}, the
         words per participant), as text, in the order of `private_terms`."""
         offsets, off = {}, "0"
+        words = elem_words(self.fn)
         for name in self.fn.sizes:
             offsets[name] = off
-            n = " * ".join(f"({e})" for e in self.extents(name))
+            n = " * ".join([f"({e})" for e in self.extents(name)]
+                           + ["2"] * (words.get(name, 1) == 2))
             off = n if off == "0" else f"{off} + {n}"
         return offsets, off
 

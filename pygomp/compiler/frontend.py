@@ -18,7 +18,9 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start);
-- global scalars (module constants) are read once, when the kernel is compiled.
+- global scalars (module constants) are read once, when the kernel is compiled;
+- a complex np.exp or np.sqrt with an infinite or NaN part may differ from numpy's, whose
+  special cases the kernels do not all follow (finite values agree).
 
 Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
 belongs to one iteration (and is undefined after the loop); an enclosing scalar that the

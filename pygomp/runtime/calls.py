@@ -16,7 +16,7 @@ import ctypes
 from . import devices, env, kinds, mapping, trace
 from .entries import WORD, Item, down, owner, ref
 
-RESULT = 8          # bytes of a result slot: a kernel's result is a scalar
+RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
 
 
 class Call:
