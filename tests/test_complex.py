@@ -31,6 +31,11 @@ def arith(x, y, out, a):
         out[i] = z / (y[i] + 0.5) + x[i] ** 2 - (-y[i]) + 2 * x[i] - 1j
 
 
+@omp.declare_target
+def swap(z):
+    return complex(z.imag, z.real)
+
+
 @omp.target
 def functions(x, out, parts):
     for i in omp.parallel_range(x.shape[0]):
@@ -38,7 +43,7 @@ def functions(x, out, parts):
         out[i, 0] = np.conj(z) + z.conjugate() * 1j
         out[i, 1] = np.exp(z)
         out[i, 2] = np.sqrt(z)
-        out[i, 3] = complex(z.imag, z.real)
+        out[i, 3] = swap(z)                 # a helper taking and returning a complex
         out[i, 4] = np.sqrt(z.real - 1.0 + 0j)
         parts[i, 0] = abs(z)
         parts[i, 1] = z.real * z.imag
@@ -115,6 +120,16 @@ def columns(A, y, out):
         acc = row[0] - row[0]
         for j in range(m):
             acc += row[j] * (j + 1) - b[j]
+        out[i] = acc
+
+
+@omp.target
+def scaled_rows(x, m: int, out):
+    """x[i] is the same in every trip of the j loop (a load read once, before it)."""
+    for i in omp.parallel_range(x.shape[0]):
+        acc = 0j
+        for j in range(m):
+            acc += x[i] * j
         out[i] = acc
 
 
@@ -197,6 +212,15 @@ def test_array_reduction_and_private_array(device, dtype):
     columns.on(device)(A, y, out)
     np.testing.assert_allclose(y, ry, rtol=1e-4 if dtype == np.complex64 else 1e-12)
     np.testing.assert_allclose(out, rout, rtol=RTOL[dtype])
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "boundscheck"])
+def test_invariant_loads_and_bounds_checking(device, check):
+    x, out = cvals(20, np.complex128, 10), np.zeros(20, np.complex128)
+    _, (_, _, ref) = _py(scaled_rows, x, 5, out)
+    k = omp.target(scaled_rows.py_func, boundscheck=check)
+    k.on(device)(x, 5, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
 
 
 def test_mandelbrot(device):

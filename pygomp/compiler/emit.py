@@ -585,7 +585,7 @@ class Emitter:
                 text, name = self.expr(load), f"__h{u}_{m}"
                 self.site_line = None
                 self.line(f"const {self.type(load.type)} {name} = {start} < __stop{u} ? "
-                          f"{text} : 0;")
+                          f"{text} : {self.d.const(0, load.type)};")
                 hoisted[text] = name
             self.loads.update(hoisted)
             self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
