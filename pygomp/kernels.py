@@ -380,7 +380,8 @@ class _Repeat:
                 i += 1 + a.ndim
             else:
                 self.scalars.append((pos, how, type(a)))
-                n = 2 if isinstance(a, (complex, np.complexfloating)) else 1
+                w = how(a)
+                n = len(w) if isinstance(w, tuple) else 1
                 slots += range(i, i + n)
                 i += n
         items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]

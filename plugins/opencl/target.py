@@ -112,10 +112,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     def preamble(self, fn):
         return _PREAMBLE
 
-    def complex_make(self, t, re, im):
-        r = self.type_name(t.real)
-        return f"({self.type_name(t)}){{({r})({re}), ({r})({im})}}"
-
     def type_name(self, t):
         return C_TYPES[t.name] if isinstance(t, T.Scalar) else "void"
 

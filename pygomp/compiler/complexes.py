@@ -8,9 +8,8 @@ from three hooks of `emit.Dialect`: the type's name, how to make one from two pa
 (`Dialect.complex_make`) and how to read a part (`Dialect.complex_part`).  The host
 spells a complex as C99 ``_Complex``, OpenCL and CUDA as a struct of two floats or
 doubles (``pyg_complex64``: no vector type, whose alignment would exceed a scratch
-word's).  Arithmetic is
-numpy's: the plain product, Smith's division, abs by hypot, exp and sqrt on the parts
-(no C99 Annex G recovery of infinities).
+word's).  Arithmetic is numpy's: the plain product, Smith's division, abs by hypot, exp
+and sqrt on the parts (no C99 Annex G recovery of infinities).
 """
 from __future__ import annotations
 
@@ -85,8 +84,8 @@ def part(v, name):
 
 
 def make(fe, args, t, node):
-    """``complex(a[, b])`` or ``np.complex64(a)``: a complex ``t`` (None: complex128, or
-    complex64 for ``complex(z)`` of one)."""
+    """``complex(a[, b])`` or ``np.complex64(a)``: a complex ``t`` (None: Python's
+    complex, complex128)."""
     if len(args) not in (1, 2):
         raise fe.error(node, f"{ast.unparse(node.func)}() takes one or two numbers")
     if any(a.type.is_complex for a in args):
@@ -193,7 +192,8 @@ def helpers(d) -> str:
                                f"if ({m('isinf', 'ai')}) return {mk}(INFINITY, ai); "
                                f"const {r} s = {m('sqrt', half)}; "
                                f"if (ar >= 0) return {mk}(s, ai / (2 * s)); "
-                               f"return {mk}({m('abs', 'ai')} / (2 * s), {m('copysign', 's', 'ai')});")
+                               f"return {mk}({m('abs', 'ai')} / (2 * s), "
+                               f"{m('copysign', 's', 'ai')});")
         if t == T.COMPLEX128:       # conversions between the two widths
             for a, b in ((T.COMPLEX64, T.COMPLEX128), (T.COMPLEX128, T.COMPLEX64)):
                 out.append(f"{d.inline} {d.type_name(a)} {fn(a, 'from')}({d.type_name(b)} z) "

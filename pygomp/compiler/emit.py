@@ -336,9 +336,9 @@ def word_kinds(fn: ir.Function) -> tuple:
 
 def private_terms(fn: ir.Function) -> tuple:
     """`KernelInfo.private` of a kernel: its private arrays sized at run time and its
-    array reduction copies (``fn.sizes``), one 8-byte word per element (two for a complex128) and participant;
-    an extent must be a constant, a scalar argument or an array extent (the plugin
-    multiplies argument words)."""
+    array reduction copies (``fn.sizes``), one 8-byte word per element (two for a
+    complex128) and participant; an extent must be a constant, a scalar argument or an
+    array extent (the plugin multiplies argument words)."""
     index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
     terms = []
     per = elem_words(fn)

@@ -29,8 +29,9 @@ gang 0 has finished, an entry reads one copy (area ``parity[k]``) and writes the
 a loop of launches gets an even number of entries (an empty one is added if needed) so
 that every path alternates.  Scratch layout, in 8-byte words: area 0 (``words`` words),
 area 1, then the gang partials: gang g's partial of gang reduction r at word
-``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words).  A gang loop with reductions leaves its number
-of gangs in its ``pending`` word (zero: nothing to combine).
+``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words, as a carried
+one does).  A gang loop with reductions leaves its number of gangs in its ``pending``
+word (zero: nothing to combine).
 
 This module only decides; `pygomp.compiler.workgroup` writes the entries, the loads
 and stores of carried words, the partials and the ``done`` and ``pending`` words.  The

@@ -12,8 +12,8 @@ scratch, finishes the gang reductions the launch before left (one partial per ga
 the scratch), sums the copies of a gang loop's array reductions when it is that loop's
 summing launch, runs its statements (none after a ``return``) and lets one work-item
 store the carried scalars into the other area.  Private arrays sized at run time and
-array reduction copies live in the private scratch, one 8-byte word per element (two for a complex128), a
-work-item's part after the previous one's.  The kernel's arguments are described once
+array reduction copies live in the private scratch, one 8-byte word per element (two
+for a complex128), a work-item's part after the previous one's.  The kernel's arguments are described once
 by `pygomp.runtime.plugin.KernelInfo` and `emit.arg_words`.
 
 A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP and
