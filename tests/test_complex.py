@@ -67,6 +67,14 @@ def sums(x, p):
 
 
 @omp.target
+def dotc(x, y):
+    s = x[0] - x[0]
+    for i in omp.parallel_range(x.shape[0], reduction="+:s"):   # a simd loop on the host
+        s += x[i] * np.conj(y[i])
+    return s
+
+
+@omp.target
 def level_sums(x, p, g: int, c: int, out):
     s, q = x[0] - x[0], x[0] - x[0] + 1
     for b in omp.gang(g, reduction="+:s;*:q"):
@@ -180,6 +188,8 @@ def test_sum_and_product_reductions(device, dtype):
     got = sums.on(device)(x, p)
     assert isinstance(got, complex)
     np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.complex64 else 1e-10)
+    np.testing.assert_allclose(dotc.on(device)(x, p), np.vdot(p, x),
+                               rtol=1e-4 if dtype == np.complex64 else 1e-10)
 
 
 @pytest.mark.parametrize("dtype", CTYPES, ids=lambda t: np.dtype(t).name)
@@ -312,7 +322,7 @@ def emu():
     cases = []
     for t in CTYPES:
         z = np.zeros(2, t)
-        cases += [(arith, (z, z, np.zeros(2, t), t(1))), (sums, (z, z)),
+        cases += [(arith, (z, z, np.zeros(2, t), t(1))), (sums, (z, z)), (dotc, (z, z)),
                   (level_sums, (z, z, 1, 1, z)), (functions, (z, np.zeros((2, 5), t),
                                                               np.zeros((2, 3), z.real.dtype)))]
         cases.append((columns, (np.zeros((2, 2), t), z, z)))
@@ -335,6 +345,8 @@ def test_cuda_emulated(emu, dtype, gangs, workers, vector):
     want, _ = _py(sums, x, p)
     got = tce.run(lib, sums, (x, p), *geo)
     np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.complex64 else 1e-10)
+    np.testing.assert_allclose(tce.run(lib, dotc, (x, p), *geo), np.vdot(p, x),
+                               rtol=1e-4 if dtype == np.complex64 else 1e-10)
     out = np.zeros(4, dtype)
     _, (_, _, _, _, ref) = _py(level_sums, x, p, 6, 40, out)
     tce.run(lib, level_sums, (x, p, 6, 40, out), *geo)

@@ -127,7 +127,7 @@ class HostDialect(Dialect):
         threaded = not em.state.threads and any(
             lv in ("gang", "worker") for lv in loop.levels)
         simd = ("vector" in loop.levels and not loop.has_sync   # innermost loops only:
-                and not any(isinstance(r.type, T.Array) or r.type.is_complex
+                and not any(isinstance(r.type, T.Array) or r.type.is_complex and r.op != "+"
                             for r in loop.reductions)       # numpy's complex product
                 and not any(isinstance(n, (ir.For, ir.While, ir.ParLoop))  # gcc vectorizes
                             for n in ir.walk(loop.body)))                 # the inner one
