@@ -106,6 +106,8 @@ def _runs(lib, exes):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
     runs["attach_skipped"] = ([exes["errors.c"], "attach_skipped"], _env(PYGOMP_INFO="1", **pre))
     runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
+    for mode in ("table", "forget"):
+        runs[f"legacy-{mode}"] = ([exes["legacy.c"], mode], _env(**pre))
     runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
     trace = os.path.join(os.path.dirname(exes["empty_region.c"]), "trace.json")
     runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
@@ -185,6 +187,15 @@ def test_older_compilers_and_fortran_entry_points(runs):
     such binaries call them, map on the host device; omp_pause_resource(_all) and
     Fortran's omp_*_ names answer for pygomp's devices (libgomp's own would not)."""
     _passed(runs["legacy"])
+
+
+def test_unversioned_offload_registration(runs):
+    """GCC 5's and 6's GOMP_offload_register(_unregister): a table of pygomp's type goes
+    to the runtime when it starts (this one is not pygomp's: the error names it), and
+    one unregistered before that never does."""
+    done = runs["legacy-table"]
+    _fatal(done, re.escape(f"the offload table at {done.stdout.split()[0]} is not pygomp's"))
+    _passed(runs["legacy-forget"])
 
 
 @pytest.mark.parametrize("where", ["host", "initial", "opencl"])

@@ -60,10 +60,22 @@ def attach_pointer(dev, e, ptr, bias=0, zero_length=False):
             value = 0
         if e.dev_start == e.host_start:     # the program's own variable: keep its value
             e.saved = {**(e.saved or {}), off: target}
+        _debug("gomp_attach_pointer", "attaching", e, ptr, value)
         write_pointer(dev, e.dev_start + off, value)
+    elif env.settings().gomp_debug:
+        env.debug(f"gomp_attach_pointer: attach count for {env.pointer(ptr)} -> "
+                  f"{e.attached[off] + 1}\n")
     if e.attached is None:
         e.attached = {}
     e.attached[off] = e.attached.get(off, 0) + 1
+
+
+def _debug(where, verb, e, ptr, value):
+    """libgomp's GOMP_DEBUG line of an attach or detach that writes the device pointer."""
+    if env.settings().gomp_debug:
+        p = env.pointer
+        env.debug(f"{where}: {verb} host {p(ptr)}, target {p(e.dev_start + ptr - e.host_start)} "
+                  f"(struct base {p(e.dev_start)}) to {p(value)}\n")
 
 
 def detach_pointer(dev, e, ptr, finalize=False):
@@ -78,9 +90,12 @@ def detach_pointer(dev, e, ptr, finalize=False):
     if finalize or n == 1:
         e.attached.pop(off, None)
         saved = (e.saved or {}).pop(off, None)
-        write_pointer(dev, e.dev_start + off, read_pointer(ptr) if saved is None else saved)
+        value = read_pointer(ptr) if saved is None else saved
+        _debug("gomp_detach_pointer", "detaching", e, ptr, value)
+        write_pointer(dev, e.dev_start + off, value)
     else:
         e.attached[off] = n - 1
+        env.debug(f"gomp_detach_pointer: attach count for {env.pointer(ptr)} -> {n - 1}\n")
 
 
 # -- the handlers -------------------------------------------------------------------
