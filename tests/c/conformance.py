@@ -86,8 +86,10 @@ KNOWN = {
         "refused, as OpenACC says; the test expects libgomp's missing check (PR92888)",
     f"{OPENACC_SUITE}/deep-copy-10.c":
         "regions on queues 0 and 1 copy the same arrays in and out with no wait between "
-        "the queues; pygomp's queues run at once, so one copies in before the other has "
-        "copied out",
+        "the queues; under libgomp's nvptx plugin a copy out to pageable host memory ends "
+        "before the construct returns (CUDA's rule), so the next region copies in the "
+        "result; pygomp's queue copies out later, after the next region took the host's "
+        "bytes",
     "libgomp.c/address-space-1.c":
         "a __seg_fs variable: host code cannot reach it through a generic pointer (it needs "
         "a device of its own; libgomp alone does not run it either)",
