@@ -32,14 +32,15 @@ import ctypes
 
 from . import attach, env, kinds
 from .deferred import collecting, later
-from .entries import (INFINITY, PTR, WORD, Item, MappingError, birth, copy_from,  # noqa: F401
-                      copy_to, death, down, error, not_present, owner, poison, ref, span)
+from .entries import (INFINITY, PTR, WORD, Block, Item, MappingError, birth,  # noqa: F401
+                      copy_from, copy_to, death, down, error, not_present, owner, poison,
+                      ref, span)
 
 
 class Region:
     """What one construct did to a device's map, so that it can be undone or ended."""
     __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic",
-                 "attached", "acc")
+                 "attached", "acc", "block")
 
     def __init__(self, dev, items, dynamic, acc):
         self.dev = dev
@@ -52,6 +53,7 @@ class Region:
         self.created = []       # entries this construct made
         self.temps = []         # device memory for firstprivate copies
         self.attached = []      # (entry, pointer address) this construct attached
+        self.block = None       # OpenACC from C: the `Block` of the entries it makes
 
     def use(self, e, it, t):
         """An item found in entry ``e``: check that it fits, count the entry once."""
@@ -89,12 +91,21 @@ class Region:
         addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
         if t.present:
             raise not_present(dev, addr, size, it.name)
-        d = dev.plugin.alloc(dev.local, max(size, 1))
+        b = self.block
+        at = None if b is None else b.offsets.pop((addr, size), None)
+        own = 0 if at is not None else dev.plugin.alloc(dev.local, max(size, 1))
+        d = own or b.start(dev) + at
         try:
-            e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
+            e = birth(dev, addr, addr + size, d, alloc=own, keepalive=obj)
         except ValueError:
-            dev.plugin.free(dev.local, d)
+            if own:
+                dev.plugin.free(dev.local, own)
+            elif not b.shared.users:
+                b.drop(dev)
             raise
+        if not own:
+            e.shared = b.shared
+            b.shared.users += 1
         self.created.append(e)
         self.count(e)
         if env.settings().info & env.INFO_MAP:
@@ -116,6 +127,8 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
         return region
     entries, args = region.entries, region.args
     with dev.lock:
+        if acc:
+            region.block = _plan(dev, items)
         try:
             i = 0
             while i < len(items):
@@ -135,6 +148,29 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
             _undo(region)
             raise
     return region
+
+
+def _plan(dev, items):
+    """libgomp's layout of the entries an OpenACC construct of a C program makes (its
+    items carry their alignment): one `Block` for the items not present now, each at
+    the next multiple of its alignment, in item order (None: no such item)."""
+    offsets, size, align, i = {}, 0, PTR, 0
+    while i < len(items):
+        it = items[i]
+        i += it.size + 1 if it.kind == kinds.STRUCT else 1      # members: their own
+        if it.align is None or it.kind == kinds.FIRSTPRIVATE_INT:
+            continue
+        t = kinds.traits(it.kind)
+        if (not t.mapping or t.present or t.base in _SPECIAL
+                or t.base in (kinds.FIRSTPRIVATE, kinds.FORCE_PRESENT)
+                or (it.addr, it.size) in offsets
+                or dev.map.find(it.addr, it.addr + it.size) is not None):
+            continue
+        align = max(align, it.align)
+        size = (size + it.align - 1) & -it.align
+        offsets[it.addr, it.size] = size
+        size += max(it.size, 1)
+    return Block(offsets, size, align) if offsets else None
 
 
 def _initial_word(region, it):
