@@ -731,13 +731,17 @@ def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     # unmapped by another construct while the kernel runs: the call's own count keeps
     # the entry, and its end copies back (tofrom) and removes it
     target_enter_data(DEV, to=a)
-    run = plugin._run_impl
+    launcher = plugin.launcher
 
     def exit_meanwhile(*args):
-        target_exit_data(DEV, from_=a)
-        assert count(dev, a) == 1
-        return run(*args)
-    monkeypatch.setattr(plugin, "_run_impl", exit_meanwhile)
+        prepare, start = launcher(*args)
+
+        def exit_then_start(words):
+            target_exit_data(DEV, from_=a)
+            assert count(dev, a) == 1
+            start(words)
+        return prepare, exit_then_start
+    monkeypatch.setattr(plugin, "launcher", exit_meanwhile)
     call.run([word(2.0)])
     assert not omp_target_is_present(a, DEV) and plugin.live == {}
     np.testing.assert_array_equal(a, np.arange(10.0) * 12)

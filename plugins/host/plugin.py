@@ -37,6 +37,7 @@ _libc = types.SimpleNamespace(
     calloc=_c_function("calloc", "void *(*)(size_t, size_t)"),
     free=_c_function("free", "void (*)(void *)"),
     memcpy=_c_function("memcpy", "void *(*)(void *, const void *, size_t)"),
+    copy=_c_function("memcpy", "uintptr_t (*)(uintptr_t, uintptr_t, size_t)"),   # addresses
     dlopen=_c_function("dlopen", "void *(*)(const char *, int)"),
     dlsym=_c_function("dlsym", "void *(*)(void *, const char *)"),
     dlclose=_c_function("dlclose", "int (*)(void *)"),
@@ -99,6 +100,20 @@ class _Kernel(Kernel):
         self.spare.append(run[0])
         return DONE
 
+    def launcher(self, launch):
+        """`_start_impl`, `_launch_impl` and `_end_impl` of a kernel without scratch or
+        program: the words in an array of their own, which the entries only read."""
+        entries, plan = self.entries, self.plan(launch)[1]
+
+        def start(array):
+            for entry in entries:
+                entry(array, plan)
+        return _words_array, start
+
+
+def _words_array(words):
+    return _ffi.new("uint64_t[]", words or [0])
+
 
 class HostPlugin(Plugin):
     name = "host"
@@ -124,6 +139,13 @@ class HostPlugin(Plugin):
 
     def _compile_impl(self, dev, unit):
         return compile_c(unit.source, ", ".join(k.name for k in unit.kernels))
+
+    def launcher(self, dev, fn, launch, nwords):
+        k = self._kernels.get(fn)
+        if k is None or k.exclusive or k.info.program \
+                or nwords != len(k.info.args) or not 0 <= dev < len(self.devices()):
+            return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
+        return k.launcher(launch)
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
@@ -172,7 +194,7 @@ class HostPlugin(Plugin):
         hostmem.free(addr)
 
     def _host2dev_impl(self, dev, dst, src, size):
-        _libc.memcpy(_ffi.cast("void *", dst), _ffi.cast("void *", src), size)
+        _libc.copy(dst, src, size)
 
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
 

@@ -147,10 +147,12 @@ def down(entries, zeroed, to_zero=False) -> None:
     turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
     and removes it)."""
     for e in entries:
-        e = owner(e)
-        if 0 < e.refcount != INFINITY:
-            ref((e,), -e.refcount if to_zero else -1)
-            if e.refcount == 0:
+        if e.group is not None:
+            e = e.group[0]              # its owner
+        n = e.refcount
+        if 0 < n != INFINITY:
+            e.refcount = n = 0 if to_zero else n - 1
+            if n == 0:
                 zeroed.append(e)
 
 

@@ -83,28 +83,38 @@ class Region:
             ref((e,), 1, self.dynamic)
 
     def create(self, it, t):
-        """A new entry for an absent item (a zero-length object gets a zero-length entry
-        at a device address of its own, as libgomp makes one)."""
-        dev = self.dev
-        addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
+        """A new entry for an absent item, counted for this construct."""
         if t.present:
-            raise not_present(dev, addr, size, it.name)
-        d = dev.plugin.alloc(dev.local, max(size, 1))
-        try:
-            e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
-        except ValueError:
-            dev.plugin.free(dev.local, d)
-            raise
+            raise not_present(self.dev, it.addr, it.size, it.name)
+        e = new_entry(self.dev, it, t)
         self.created.append(e)
         self.count(e)
-        if env.settings().info & env.INFO_MAP:
-            env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
-                                   f"({kinds.name(kind)}) at {d:#x}")
+        return e
+
+
+def new_entry(dev, it, t):
+    """A new entry for an absent item, with its device memory (a zero-length object
+    gets a zero-length entry at a device address of its own, as libgomp makes one),
+    filled as ``to`` (or PYGOMP_POISON) says; its count is still 0."""
+    addr, size, obj = it.addr, it.size, it.obj
+    d = dev.plugin.alloc(dev.local, max(size, 1))
+    try:
+        e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
+    except ValueError:
+        dev.plugin.free(dev.local, d)
+        raise
+    if env.settings().info & env.INFO_MAP:
+        env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
+                               f"({kinds.name(it.kind)}) at {d:#x}")
+    try:
         if t.to:
             copy_to(dev, e, addr, size)
         elif env.settings().poison:
             poison(dev, d, size, obj)
-        return e
+    except BaseException:
+        death(dev, e)
+        raise
+    return e
 
 
 def begin(dev, items, acc=False, dynamic=False) -> Region:
