@@ -14,24 +14,13 @@ import shutil
 import tempfile
 import types
 
-import _cffi_backend
-
 from pygomp.errors import CompileError, compiler_error
 from pygomp.runtime import cache, hostmem
+from pygomp.runtime.hostmem import c_function as _c_function, ffi as _ffi
 from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
-
-# cffi's C backend, the FFI that cffi's precompiled ABI modules use: it parses C types
-# itself, so loading the plugin does not import cffi's C parser (tens of ms at start-up).
-_ffi = _cffi_backend.FFI()
-_C = ctypes.CDLL(None)
-
-
-def _c_function(name, ctype):
-    return _ffi.cast(ctype, ctypes.cast(getattr(_C, name), ctypes.c_void_p).value)
-
 
 _libc = types.SimpleNamespace(
     calloc=_c_function("calloc", "void *(*)(size_t, size_t)"),
@@ -224,12 +213,18 @@ _ids = {}
 def _machine_id():
     """CPU model and flags (the code is built with -march=native)."""
     if "machine" not in _ids:
-        cpu = ""
+        lines, size = [], 0
         try:
             with open("/proc/cpuinfo") as f:
-                cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
+                for line in f:          # up to 4096 characters: the rest is not read
+                    if line.startswith(("model name", "flags")):
+                        lines.append(line)
+                        size += len(line)
+                        if size >= 4096:
+                            break
         except OSError:
             pass
+        cpu = "".join(lines)[:4096]
         ident = f"{os.uname().machine}|{cpu}"
         _ids["machine"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return _ids["machine"]

@@ -191,6 +191,7 @@ class Call:
         self._prepared(words, entries, counted, made)
 
     def _prepared(self, words, entries, counted, made):
+        """Keep what the look-up found, and the launcher (and arguments) it gives."""
         self.words, self.entries, self.counted, self.made = words, entries, counted, made
         if words is not None and self.address is not None:
             dev = self.dev

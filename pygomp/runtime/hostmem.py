@@ -19,18 +19,21 @@ PAGE = 2 << 20              # a transparent huge page on x86-64 and arm64
 ALIGNMENT = 64              # smaller allocations: a cache line
 MADV_HUGEPAGE = 14
 
-# libc through cffi's C backend: a call costs a fraction of a ctypes call
-_ffi = _cffi_backend.FFI()
+# cffi's C backend, the FFI that cffi's precompiled ABI modules use: it parses C types
+# itself (no import of cffi's C parser, tens of ms at start-up), and a call through it
+# costs a fraction of a ctypes call.  The host plugin uses it too.
+ffi = _cffi_backend.FFI()
 _libc = ctypes.CDLL(None)
 
 
-def _c_function(name, ctype):
-    return _ffi.cast(ctype, ctypes.cast(getattr(_libc, name), ctypes.c_void_p).value)
+def c_function(name, ctype):
+    """The C library's function ``name`` as a cffi function pointer of type ``ctype``."""
+    return ffi.cast(ctype, ctypes.cast(getattr(_libc, name), ctypes.c_void_p).value)
 
 
-_aligned_alloc = _c_function("aligned_alloc", "uintptr_t (*)(size_t, size_t)")
-_free = _c_function("free", "void (*)(uintptr_t)")
-_madvise = (_c_function("madvise", "int (*)(uintptr_t, size_t, int)")
+_aligned_alloc = c_function("aligned_alloc", "uintptr_t (*)(size_t, size_t)")
+_free = c_function("free", "void (*)(uintptr_t)")
+_madvise = (c_function("madvise", "int (*)(uintptr_t, size_t, int)")
             if sys.platform.startswith("linux") and hasattr(_libc, "madvise") else None)
 
 
