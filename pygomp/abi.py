@@ -134,10 +134,11 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     prepared = _target_call(device, fn, n, packed)
     dev, items = prepared.dev, prepared.items
-    if prepared.address is not None or (not prepared.fresh() and _has_image(dev, fn)):
+    fresh = prepared.fresh()
+    if prepared.address is not None or (not fresh and _has_image(dev, fn)):
         prepared.run()
         return 1
-    if dev.target == "host" and prepared.fresh():
+    if fresh and dev.target == "host":
         def host(words):
             if words is None:           # not prepared: the whole construct
                 _host_code(dev, fn, items, n, args)

@@ -74,6 +74,8 @@ class Call:
                                                 self.args)
             plan = words, counted, entries, made = (self.words, self.counted, self.entries,
                                                     self.made)
+            if address is None and host is None:
+                words, counted = None, ()       # no function to run: `target` says so
             if made and words is not None:
                 words, counted, entries, made = self._make(words, counted, entries, made)
             ref(counted, 1)
