@@ -178,13 +178,18 @@ def _pieces(e, lo, hi):
     """The parts of [lo, hi) inside ``e``, less its attached pointers (their device
     copies hold device addresses, their host copies host addresses)."""
     lo, hi = max(lo, e.host_start), min(hi, e.host_end)
-    if e.attached:
-        for off in sorted(e.attached):
-            p = e.host_start + off
-            if lo < p + PTR and p < hi:
-                if p > lo:
-                    yield lo, p
-                lo = p + PTR
+    if not e.attached:
+        return ((lo, hi),) if hi > lo else ()
+    return _around_pointers(e, lo, hi)
+
+
+def _around_pointers(e, lo, hi):
+    for off in sorted(e.attached):
+        p = e.host_start + off
+        if lo < p + PTR and p < hi:
+            if p > lo:
+                yield lo, p
+            lo = p + PTR
     if hi > lo:
         yield lo, hi
 

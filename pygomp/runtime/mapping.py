@@ -103,13 +103,14 @@ def new_entry(dev, it, t):
     except ValueError:
         dev.plugin.free(dev.local, d)
         raise
-    if env.settings().info & env.INFO_MAP:
+    s = env.settings()
+    if s.info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
                                f"({kinds.name(it.kind)}) at {d:#x}")
     try:
         if t.to:
             copy_to(dev, e, addr, size)
-        elif env.settings().poison:
+        elif s.poison:
             poison(dev, d, size, obj)
     except BaseException:
         death(dev, e)
