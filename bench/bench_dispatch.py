@@ -9,7 +9,10 @@ side by side in one run.
   and the initial device against a direct cffi call of the same compiled function with
   the same argument words; on each OpenCL device against a raw enqueue (and wait) of the
   same cl.Kernel with its arguments set once.  Best of --repeat runs of --calls calls,
-  the contenders in turn.  With --processes N, the host device's rows again in N new
+  the contenders in turn.  On the host device and the initial device, where a call runs
+  in the calling thread, the time is that thread's CPU time: wall-clock time on a busy
+  machine adds the time the process waits for a CPU, which hits long calls more often
+  than short ones (figures that jumped from run to run).  With --processes N, the host device's rows again in N new
   processes, one line each: how much the figure moves from run to run.
 - process: the first call of a cached kernel in a new process, as the whole command
   ``python first_call.py`` (import numpy and pygomp, define a kernel, call it) against
@@ -61,7 +64,7 @@ def six(a, b, c, d, e, f):
 KERNELS = {1: one, 3: three, 6: six}
 
 
-def duel(fns, calls, repeat, chunk=100):
+def duel(fns, calls, repeat, chunk=100, clock=time.perf_counter):
     """Best time per call of each function over ``repeat`` rounds of ``calls`` calls; within
     a round the functions take turns every ``chunk`` calls, so that both see the same
     machine (which others may be loading)."""
@@ -72,10 +75,10 @@ def duel(fns, calls, repeat, chunk=100):
         spent = dict.fromkeys(fns, 0.0)
         for _ in range(max(calls // chunk, 1)):
             for k, f in fns.items():
-                t = time.perf_counter()
+                t = clock()
                 for _ in range(chunk):
                     f()
-                spent[k] += time.perf_counter() - t
+                spent[k] += clock() - t
         for k in fns:
             best[k] = min(best[k], spent[k] / (max(calls // chunk, 1) * chunk))
     return best
@@ -126,14 +129,14 @@ def calls_table(args, plugins=("host", "opencl")):
             call = kernel.on(dev.number)
             with pygomp.target_data(dev.number, tofrom=arrays):
                 call(*arrays)
-                if dev.plugin.name == "host":
+                if dev.plugin.name == "host":     # all in this thread: its CPU time
                     direct, keep = host_direct(dev, kernel, arrays)
-                    other = "direct cffi"
+                    other, clock = "direct cffi", time.thread_time
                 else:
                     direct, keep = opencl_raw(dev, kernel, arrays)
-                    other = "raw enqueue"
+                    other, clock = "raw enqueue", time.perf_counter
                 t = duel({"pygomp": lambda: call(*arrays), "other": direct},
-                         args.calls, args.repeat)
+                         args.calls, args.repeat, clock=clock)
             rows.append((f"{dev.number} {name}", n, t["pygomp"], t["other"], other))
     if args.brief:                      # one line: a run among --processes
         print("  " + "   ".join(f"{dev.split()[1]} {n}: {ours * 1e6:5.2f} us "
