@@ -76,8 +76,9 @@ class Call:
                                                     self.made)
             if address is None and host is None:
                 words, counted = None, ()       # no function to run: `target` says so
+            new = ()                            # the entries made for this call
             if made and words is not None:
-                words, counted, entries, made = self._make(words, counted, entries, made)
+                words, counted, entries, new = self._make(words, counted, entries, made)
             ref(counted, 1)
             mark = dev.map.version
         if words is None:
@@ -108,13 +109,13 @@ class Call:
                 dev.spare_results.append(slot)
             if counted:
                 with dev.lock:
-                    alone = made and dev.map.version == mark
+                    alone = new and dev.map.version == mark
                     zeroed = []                 # unmapped by others meanwhile
                     down(counted, zeroed)
                     if zeroed:
                         mapping.release(dev, self.items, entries, ok, zeroed)
-                    if alone and self.version == version and len(zeroed) == len(made) \
-                            and all(z is m for z, m in zip(zeroed, made)):
+                    if alone and self.version == version and len(zeroed) == len(new) \
+                            and all(z is m for z, m in zip(zeroed, new)):
                         # the map is the one the look-up saw: it stays good
                         self.words, self.counted, self.entries, self.made = plan
                         self.version = dev.map.version

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+
 class _Work(threading.local):
     work = None             # this thread's list of collected work; None: do it at once
 
