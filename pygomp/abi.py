@@ -126,7 +126,7 @@ def _target_call(device, fn, n, packed):
         return call
     dev = devices.resolve(device, compiled=True)
     call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
-                      _launch.get(fn, (0, 0, 0)))
+                      _launch.get(fn, (0, 0, 0)), host_code=dev.target == "host")
     call.look_up()
     if dev.number == device:
         if len(_targets) >= 4096:
@@ -142,8 +142,19 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     prepared = _target_call(device, fn, n, packed)
     dev, items = prepared.dev, prepared.items
-    if prepared.address is not None or (not prepared.fresh() and _has_image(dev, fn)):
+    fresh = prepared.fresh()
+    if prepared.address is not None or (not fresh and _has_image(dev, fn)):
         prepared.run()
+        return 1
+    if fresh and dev.target == "host":
+        def host(words):
+            if words is None:           # not prepared: the whole construct
+                _host_code(dev, fn, items, n, args)
+            else:
+                if n:
+                    args[0:n] = words
+                lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
+        prepared.run(host=host)
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -159,6 +170,12 @@ def pg_py_target(device, fn, n, packed, args):
             lib.pg_call_host(fn, args, -1)
         _region_on_host(dev, fn, items, call, "target region")
         return 1
+    _host_code(dev, fn, items, n, args)
+    return 1
+
+
+def _host_code(dev, fn, items, n, args):
+    """Map, run a region's host code with the device's words, unmap."""
     region = mapping.begin(dev, items)
     ok = False
     try:
@@ -168,7 +185,6 @@ def pg_py_target(device, fn, n, packed, args):
         ok = True
     finally:
         mapping.end(region, copy_back=ok)
-    return 1
 
 
 def _has_image(dev, fn):

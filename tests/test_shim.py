@@ -30,7 +30,7 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c", "legacy.c", "empty_region.c"]
+            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c"]
 TIMEOUT = 180
 
 
@@ -95,6 +95,7 @@ def _runs(lib, exes):
         "tasks": ([exes["tasks.c"]], _env(**pre)),
         "threads": ([exes["threads.c"]], _env(**pre)),
         "references": ([exes["references.cc"]], _env(**pre)),
+        "repeat": ([exes["repeat.c"]], _env(**pre)),        # prepared regions in loops
         "linked": ([exes["maps-linked"]], _env()),
         "clean-env": ([exes["maps.c"]], clean),
         "interop": ([sys.executable, str(HERE / "interop.py"), exes["libinterop.so"]], _env()),
@@ -153,7 +154,7 @@ def _passed(done):
     assert "check failed" not in done.stderr
 
 
-@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
+@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references", "repeat"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
 

@@ -179,10 +179,12 @@ def down(entries, zeroed, to_zero=False) -> None:
     turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
     and removes it)."""
     for e in entries:
-        e = owner(e)
-        if 0 < e.refcount != INFINITY:
-            ref((e,), -e.refcount if to_zero else -1)
-            if e.refcount == 0:
+        if e.group is not None:
+            e = e.group[0]              # its owner
+        n = e.refcount
+        if 0 < n != INFINITY:
+            e.refcount = n = 0 if to_zero else n - 1
+            if n == 0:
                 zeroed.append(e)
 
 
@@ -208,13 +210,18 @@ def _pieces(e, lo, hi):
     """The parts of [lo, hi) inside ``e``, less its attached pointers (their device
     copies hold device addresses, their host copies host addresses)."""
     lo, hi = max(lo, e.host_start), min(hi, e.host_end)
-    if e.attached:
-        for off in sorted(e.attached):
-            p = e.host_start + off
-            if lo < p + PTR and p < hi:
-                if p > lo:
-                    yield lo, p
-                lo = p + PTR
+    if not e.attached:
+        return ((lo, hi),) if hi > lo else ()
+    return _around_pointers(e, lo, hi)
+
+
+def _around_pointers(e, lo, hi):
+    for off in sorted(e.attached):
+        p = e.host_start + off
+        if lo < p + PTR and p < hi:
+            if p > lo:
+                yield lo, p
+            lo = p + PTR
     if hi > lo:
         yield lo, hi
 

@@ -85,37 +85,48 @@ class Region:
             ref((e,), 1, self.dynamic)
 
     def create(self, it, t):
-        """A new entry for an absent item (a zero-length object gets a zero-length entry
-        at a device address of its own, as libgomp makes one)."""
-        dev = self.dev
-        addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
+        """A new entry for an absent item, counted for this construct."""
         if t.present:
-            raise not_present(dev, addr, size, it.name)
-        b = self.block
-        at = None if b is None else b.offsets.pop((addr, size), None)
-        own = 0 if at is not None else dev.plugin.alloc(dev.local, max(size, 1))
-        d = own or b.start(dev) + at
-        try:
-            e = birth(dev, addr, addr + size, d, alloc=own, keepalive=obj)
-        except ValueError:
-            if own:
-                dev.plugin.free(dev.local, own)
-            elif not b.shared.users:
-                b.drop(dev)
-            raise
-        if not own:
-            e.shared = b.shared
-            b.shared.users += 1
+            raise not_present(self.dev, it.addr, it.size, it.name)
+        e = new_entry(self.dev, it, t, self.block)
         self.created.append(e)
         self.count(e)
-        if env.settings().info & env.INFO_MAP:
-            env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
-                                   f"({kinds.name(kind)}) at {d:#x}")
+        return e
+
+
+def new_entry(dev, it, t, block=None):
+    """A new entry for an absent item, with its device memory (its place in ``block``,
+    the construct's `Block`, if it has one; a zero-length object gets a zero-length
+    entry at a device address of its own, as libgomp makes one), filled as ``to`` (or
+    PYGOMP_POISON) says; its count is still 0."""
+    addr, size, obj = it.addr, it.size, it.obj
+    at = None if block is None else block.offsets.pop((addr, size), None)
+    own = 0 if at is not None else dev.plugin.alloc(dev.local, max(size, 1))
+    d = own or block.start(dev) + at
+    try:
+        e = birth(dev, addr, addr + size, d, alloc=own, keepalive=obj)
+    except ValueError:
+        if own:
+            dev.plugin.free(dev.local, own)
+        elif not block.shared.users:
+            block.drop(dev)
+        raise
+    if not own:
+        e.shared = block.shared
+        block.shared.users += 1
+    s = env.settings()
+    if s.info & env.INFO_MAP:
+        env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
+                               f"({kinds.name(it.kind)}) at {d:#x}")
+    try:
         if t.to:
             copy_to(dev, e, addr, size)
-        elif env.settings().poison:
+        elif s.poison:
             poison(dev, d, size, obj)
-        return e
+    except BaseException:
+        death(dev, e)
+        raise
+    return e
 
 
 def begin(dev, items, acc=False, dynamic=False) -> Region:
