@@ -199,8 +199,9 @@ class Expressions:
         root, prefix = (arr.array, arr.prefix) if isinstance(arr, ir.View) else (arr, [])
         t = root.type
         if any(isinstance(i, ast.Slice) for i in idx_nodes):
-            raise self.error(node, "slices are not supported in kernels; index every "
-                                   "dimension and loop")
+            raise self.error(node, f"{ast.unparse(node)}: kernels take slices in array "
+                                   f"assignments (v[1:] = ...) and numpy reductions "
+                                   f"(np.sum(x[1:])), not as values of their own")
         if len(prefix) + len(idx_nodes) > t.ndim:
             raise self.error(node, f"{ast.unparse(arr_node)} has "
                                    f"{dims(t.ndim - len(prefix))} and the kernel indexes "
@@ -278,8 +279,8 @@ class Expressions:
         for x, n in ((a, node.left), (b, node.right)):
             if not isinstance(x.type, T.Scalar):
                 raise self.error(n, f"{ast.unparse(n)} is not a scalar{self.rank_of(x, n)} "
-                                    f"(array arithmetic is not supported in kernels; loop "
-                                    f"over elements)")
+                                    f"(array arithmetic needs a sub-array to store into: "
+                                    f"out[:] = ...)")
         return self.binop(op, a, b, node)
 
     def binop(self, op, a, b, node):
