@@ -48,6 +48,7 @@ def broadcast(A, x, B):
     B[:] = A * x + 1.0                      # a 1-d row broadcast over the rows of A
     B[0, :] = np.maximum(B[0, :], 2.5)
     B[:, 1] = np.abs(A[:, -1]) - x[2]       # a column
+    A += B[::-1]                            # a whole array in place
 
 
 @omp.target

@@ -135,26 +135,11 @@ class Arrays:
                 axes.append((ax, self.hoist(start, i, f"s{d}_"), step * st,
                              self.hoist(ln, i, f"n{d}_"), sy))
             else:
-                k = self.index_on(i, n, node)
+                k = self.index(i, copy.deepcopy(n))
                 if step != 1:
                     k = ir.BinOp("*", k, _i(step), type=T.INT64)
                 fixed[ax] = k if _zero(start) else ir.BinOp("+", start, k, type=T.INT64)
         return Slab(base.root, fixed, axes + rest)
-
-    def index_on(self, i, n, node):
-        """An integer index of an axis of length ``n``, counted from the end when
-        negative (as `subscript` does)."""
-        lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
-        if isinstance(lit, int) and not isinstance(lit, bool) and lit < 0 \
-                and self.registry.wraparound:
-            return ir.BinOp("+", copy.deepcopy(n), _i(lit), type=T.INT64)
-        e = self.int_expr(i)
-        if self.registry.wraparound and not self.nonnegative(e) and not (
-                (lo := self.lower_bound(e)) is not None and lo >= 0):
-            e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
-                          ir.BinOp("+", copy.deepcopy(e), copy.deepcopy(n), type=T.INT64),
-                          copy.deepcopy(e), type=T.INT64)
-        return e
 
     def slice_bounds(self, sl, n, sym, node, d):
         """(start, step, length, sym) of slice ``sl`` on an axis of length ``n``, with
@@ -177,10 +162,7 @@ class Arrays:
                     return v, ("", lit)
                 return (_call("max", _add(copy.deepcopy(n), lit), _i(lo)),
                         (sym[0], sym[1] + lit) if sym else None)
-            e = self.int_expr(b)
-            e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
-                          ir.BinOp("+", copy.deepcopy(e), copy.deepcopy(n), type=T.INT64),
-                          copy.deepcopy(e), type=T.INT64)
+            e = self.index(b, copy.deepcopy(n))
             return _call("min", _call("max", e, _i(lo)), copy.deepcopy(hi)), None
         last = (sym[0], sym[1] - 1) if sym else None
         start, s_sym = bound(sl.lower, _i(0), ("", 0)) if step > 0 else \
