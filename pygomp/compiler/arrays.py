@@ -144,7 +144,8 @@ class Arrays:
     def slice_bounds(self, sl, n, sym, node, d):
         """(start, step, length, sym) of slice ``sl`` on an axis of length ``n``, with
         numpy's rules: negative bounds count from the end, bounds out of range clip (to
-        [0, n] for a positive step, [-1, n-1] for a negative one)."""
+        [0, n] for a positive step, [-1, n-1] for a negative one).  The length is
+        negative where numpy's is 0 (`length` clips it)."""
         step = 1 if sl.step is None else self.static(sl.step)
         if not isinstance(step, int) or isinstance(step, bool) or step == 0:
             raise self.error(node, f"{ast.unparse(node)}: the step of a slice must be a "
@@ -152,18 +153,23 @@ class Arrays:
         lo, hi = (0, n) if step > 0 else (-1, _add(n, -1))
 
         def bound(b, default, default_sym):
+            # with a positive step, no lower clip of the stop is needed, nor an upper
+            # one of the start: they give a span of no elements as they are
+            stop = step > 0 and b is sl.upper
             if b is None:
                 return default, default_sym
             lit = self.static(b) if isinstance(b, (ast.Constant, ast.UnaryOp)) else _UNSET
             if isinstance(lit, int) and not isinstance(lit, bool):
-                if lit >= 0:        # past the end, a start gives no elements as it is
-                    v = _i(lit) if step > 0 and b is sl.lower else \
+                if lit >= 0:
+                    v = _i(lit) if step > 0 and not stop else \
                         _call("min", _i(lit), copy.deepcopy(hi))
                     return v, ("", lit)
-                return (_call("max", _add(copy.deepcopy(n), lit), _i(lo)),
+                v = _add(copy.deepcopy(n), lit)
+                return (v if stop else _call("max", v, _i(lo)),
                         (sym[0], sym[1] + lit) if sym else None)
             e = self.index(b, copy.deepcopy(n))
-            return _call("min", _call("max", e, _i(lo)), copy.deepcopy(hi)), None
+            return _call("min", e if stop else _call("max", e, _i(lo)),
+                         copy.deepcopy(hi)), None
         last = (sym[0], sym[1] - 1) if sym else None
         start, s_sym = bound(sl.lower, _i(0), ("", 0)) if step > 0 else \
             bound(sl.lower, _add(copy.deepcopy(n), -1), last)
@@ -171,7 +177,7 @@ class Arrays:
             bound(sl.upper, _i(-1), ("", -1))
         start = self.hoist(start, sl, f"a{d}_")
         a, b = (stop, copy.deepcopy(start)) if step > 0 else (copy.deepcopy(start), stop)
-        span = _call("max", _sub(a, b), _i(0))
+        span = _sub(a, b)           # may be negative: a loop over it does nothing
         k = abs(step)
         length = span if k == 1 else ir.Call("floordiv", [_add(span, k - 1), _i(k)],
                                              type=T.INT64)
@@ -354,6 +360,8 @@ def _add(e, c):
         return e
     if isinstance(e, ir.Const):
         return _i(e.value + c)
+    if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.right, ir.Const):
+        return _add(e.left, e.right.value + c)
     return ir.BinOp("+", e, _i(c), type=T.INT64)
 
 
@@ -364,12 +372,16 @@ def _sub(a, b):
 
 
 def _call(fn, a, b):
-    if fn == "max" and (isinstance(a, ir.Call) and a.fn == "max" and a.args[1] == b
-                        or isinstance(a, ir.Shape) and _zero(b)):
+    if fn == "max" and isinstance(a, ir.Shape) and _zero(b):
         return a
     if isinstance(a, ir.Const) and isinstance(b, ir.Const):
         return _i(min(a.value, b.value) if fn == "min" else max(a.value, b.value))
     return ir.Call(fn, [a, b], type=T.INT64)
+
+
+def length(ax):
+    """The length of a Slab's axis, as numpy gives it (0, not less)."""
+    return _call("max", copy.deepcopy(ax[3]), _i(0))
 
 
 def _sym(n):

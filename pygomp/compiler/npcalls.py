@@ -18,6 +18,7 @@ import numpy as np
 
 from . import ir
 from . import types as T
+from .arrays import length
 from .expressions import _i, _result_type
 from .reductions import OPS, combine, local_name
 
@@ -45,7 +46,7 @@ class NumpyCalls:
                 return self.where(node)
             if obj is len and len(node.args) == 1 and isinstance(node.args[0], ast.Subscript) \
                     and self.rank(node.args[0]):
-                return copy.deepcopy(self.slab(node.args[0]).axes[0][3])    # len(x[1:])
+                return length(self.slab(node.args[0]).axes[0])      # len(x[1:])
             try:
                 op = REDUCE.get(obj)
             except TypeError:
