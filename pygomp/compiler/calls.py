@@ -48,6 +48,9 @@ class Calls:
             raise self.error(call, f"{ast.unparse(call.func)}() takes {n} positional arguments")
 
     def expr_Call(self, node):
+        made = self.array_call(node)        # numpy reductions, np.where (arrays.py)
+        if made is not None:
+            return made
         obj = self.callee(node.func)
         if obj is _UNSET:
             raise self.error(node, f"{ast.unparse(node.func)} is not a function a kernel can "

@@ -30,16 +30,19 @@ first.  Read-only enclosing variables are shared.
 from __future__ import annotations
 
 import ast
+import copy
 
 import numpy as np
 
 from ..errors import CompileError  # noqa: F401  (compiler users catch it here)
 from . import ir, precheck, scoping
 from . import types as T
+from .arrays import Arrays
 from .boundscheck import RECORD
 from .calls import MATH, Calls
 from .expressions import _UNSET, Expressions
 from .loops import Loops, Scope
+from .npcalls import NumpyCalls
 from .statements import Statements
 
 SUPPORTED = {
@@ -104,9 +107,9 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
     return out
 
 
-class Frontend(Statements, Loops, Expressions, Calls):
+class Frontend(Statements, Loops, Expressions, Calls, Arrays, NumpyCalls):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
-    loops.py, expressions.py and calls.py."""
+    loops.py, expressions.py and calls.py (array expressions: arrays.py, npcalls.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name):
         self.fn = fn
@@ -185,6 +188,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.defs = {}              # C name -> the value of a variable assigned once there
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies
+        self.pre = []               # statements to go before the current one (arrays.py)
+        self.elems = {}             # id of an array operand -> its element (arrays.py)
         body = self.block(self.node.body)
         ret = self.ret or T.VOID
         fn = ir.Function(self.name, self.fn.__qualname__, params, body, ret,
@@ -213,6 +218,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def visit(self, node):
         """``node`` in IR, by the method `SUPPORTED` gives its kind; any other kind is
         refused here."""
+        if id(node) in self.elems:
+            return copy.deepcopy(self.elems[id(node)])
         method = SUPPORTED.get(type(node))
         if method is None:
             raise self.error(node, precheck.refusal(node))
@@ -221,15 +228,21 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def block(self, stmts):
         out = []
         facts = dict(self.facts)        # what the block's assignments say ends with it
+        outer, self.pre = self.pre, []
         for s in stmts:
             r = self.visit(s)
-            if r is None:
-                continue
-            for x in (r if isinstance(r, list) else [r]):
+            pre, self.pre = self.pre, []    # the loops of its reductions and slices
+            if pre and isinstance(s, ast.While):
+                raise self.error(s, "a numpy reduction or slice in a while condition: "
+                                    "compute it into a variable before the loop and at "
+                                    "the end of its body")
+            r = pre + ([] if r is None else r if isinstance(r, list) else [r])
+            for x in r:
                 if not x.line:
                     x.line = self.line(s)
                 out.append(x)
         self.facts = facts
+        self.pre = outer
         return out
 
     def expr(self, node) -> ir.Expr:

@@ -159,15 +159,16 @@ class Statements:
             raise self.error(s, f"operator {type(s.op).__name__} is not supported")
         load = ast.copy_location(as_load(s.target), s)
         value = ast.copy_location(ast.BinOp(left=load, op=s.op, right=s.value), s)
+        if self.is_array_target(s.target):                     # x[1:] += y (arrays.py)
+            return self.array_assign(s.target, value, s, aug=True)
         return self.assign(s.target, value, s)
 
     def assign(self, target, value_node, s):
+        if isinstance(target, ast.Subscript) and self.is_array_target(target):
+            return self.array_assign(target, value_node, s)     # x[1:] = ... (arrays.py)
         if isinstance(target, ast.Subscript):
             idx = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
             t = self.subscript(target.value, idx, target)
-            if isinstance(t, ir.View):
-                raise self.error(s, f"{ast.unparse(target)} is a {t.type.ndim}-d sub-array: "
-                                    f"assign its elements (index every dimension)")
             v = self.expr(value_node)
             return ir.Assign(t, self.convert(v, t.type, s))
         if not isinstance(target, ast.Name):
