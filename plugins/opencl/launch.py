@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 
 import _cffi_backend
 
@@ -115,13 +116,16 @@ FN_TYPE = ("int32_t (*)(void **, void *, void **, size_t *, void *, uint32_t, vo
            "int64_t *, int64_t, void **)")
 _ffi = _cffi_backend.FFI()
 _state = {}
+_lock = threading.Lock()
 
 
 def launcher():
     """``(pyg_cl_run, its three OpenCL functions)`` as cffi objects, built on first use;
     None where there is no C compiler (or no OpenCL library to find them in)."""
     if "run" not in _state:
-        _state["run"] = _build()
+        with _lock:
+            if "run" not in _state:
+                _state["run"] = _build()
     return _state["run"]
 
 
@@ -133,9 +137,9 @@ def _build():
     k = cache.key("opencl-launcher", SOURCE, _compiler_id(), _machine_id())
     try:
         code = cache.get_or_build(k, lambda: compile_c(SOURCE, "the OpenCL launcher"))
-    except CompileError:
+        so = ctypes.CDLL(cache.materialize(k, code, ".so"))
+    except (CompileError, OSError):
         return None
-    so = ctypes.CDLL(cache.materialize(k, code, ".so"))
     address = ctypes.cast(so.pyg_cl_run, ctypes.c_void_p).value
     fns = _ffi.new("void *[3]", [
         _ffi.cast("void *", ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)

@@ -27,7 +27,8 @@ workers)`` and global size ``(vector, workers * gangs)``: a gang is a work-group
 Levels left 0 get device defaults and a local size above the kernel's limit is shrunk
 (`Kernel.geometry`), so kernels read the geometry back with
 ``get_local_size``/``get_num_groups`` and guard their tails.  The in-order queue runs
-each launch of a kernel to its end before the next.  The entries keep their arguments
+each launch of a kernel to its end before the next; a kernel whose program loops is
+enqueued by the C launcher (`launch`) in one call.  The entries keep their arguments
 between runs: they are set again when the words, the launch or the buffers (a free
 since) change.
 """
@@ -132,6 +133,11 @@ class _Kernel(Kernel):
                 waits = (waits or []) + [e]
             else:
                 e.wait()
+        if not info.program:
+            for kernel, gsize, local, _ in steps:
+                event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
+                waits = None
+            return event
         if prepared:
             event = _launch.run(queue, prepared, scratch, waits)
             return cl.Event.from_int_ptr(event, retain=False) if event else DONE
@@ -141,10 +147,9 @@ class _Kernel(Kernel):
             got, waits = self._read((queue, scratch, waits), w), None
             return got
         event = DONE
-        enqueue = cl.enqueue_nd_range_kernel
-        for entry in program(info.program, read) if info.program else range(len(steps)):
+        for entry in program(info.program, read):
             kernel, gsize, local, _ = steps[entry]
-            event = enqueue(queue, kernel, gsize, local, None, waits)
+            event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
             waits = None
         return event
 
