@@ -1,18 +1,17 @@
-"""A kernel's launches issued from C: one call runs its whole program.
+"""A kernel's looping program issued from C: one call makes all its launches.
 
-A run of a kernel is a few enqueues (one per entry), or for a kernel whose program
-loops (`KernelInfo.program`) thousands of them with a read of a scratch word now and
-then.  From Python each enqueue costs a pyopencl call and an Event object; here one C
-call walks the program: ``clEnqueueNDRangeKernel`` for each entry (after the run's
-events for the first), a blocking ``clEnqueueReadBuffer`` of the word a ``repeat`` or
-``while`` reads, and keeps only the last launch's event, which the run returns.
+A kernel whose program loops (`KernelInfo.program`: a sequential loop around a gang
+loop) makes thousands of launches a run, with a read of a scratch word now and then.
+From Python each costs a pyopencl call and an Event object; here one C call walks the
+program: ``clEnqueueNDRangeKernel`` for each entry (the first after the run's events),
+a blocking ``clEnqueueReadBuffer`` of the word a ``repeat`` or ``while`` reads, and only
+the last launch's event kept, which the run returns.  The call releases the GIL.
 
 The C code is built once by the C compiler and kept in the disk cache.  Where there is
-none, `launcher()` is None and the plugin's kernels launch one entry at a time from
-Python (`Kernel.run`'s hooks).  The program is flattened once per launch plan
-(`Prepared`): an entry's index k >= 0 launches it; ``-1, w, n`` repeats the next n ops
-as often as word w says; ``-2, w, n`` runs them while word w (read before each round) is
-nonzero.
+none, `launcher()` is None and the plugin enqueues each launch from Python.  The program
+is flattened once per launch plan (`Prepared`): an entry's index k >= 0 launches it;
+``-1, w, n`` repeats the next n ops as often as word w says; ``-2, w, n`` runs them
+while word w (read before each round) is nonzero.
 """
 from __future__ import annotations
 
@@ -162,16 +161,16 @@ def _opencl_library():
 
 class Prepared:
     """What the C launcher needs of a launch plan, made once: the entries' cl_kernel
-    handles, their sizes and the flattened program."""
+    handles (``owners`` keeps them alive), their sizes and the flattened program."""
     __slots__ = ("kernels", "sizes", "ops", "n", "owners")
 
     def __init__(self, steps, program):
-        self.owners = [kernel for kernel, _, _, _ in steps]   # the handles' owners
+        self.owners = [kernel for kernel, _, _, _ in steps]
         self.kernels = _ffi.new("void *[]", [_ffi.cast("void *", k.int_ptr)
                                              for k in self.owners])
         self.sizes = _ffi.new("size_t[]", [v for _, gsize, local, _ in steps
                                            for v in (*gsize, *local)])
-        flat = flatten(program) if program else list(range(len(steps)))
+        flat = flatten(program)
         self.ops = _ffi.new("int64_t[]", flat)
         self.n = len(flat)
 

@@ -111,8 +111,9 @@ class _Kernel(Kernel):
         steps = [(entry, (local[0], local[1] * n), local,
                   cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
                  for entry, (n, local) in zip(self.entries, sizes)]
-        prepared = self.info.program and self.info.has_scratch and _launch.launcher() \
-            and _launch.Prepared(steps, self.info.program)
+        prepared = None
+        if self.info.program and self.info.has_scratch and _launch.launcher():
+            prepared = _launch.Prepared(steps, self.info.program)
         return gangs, steps, prepared
 
     def _run(self, args, plan, wait_for):
@@ -133,12 +134,7 @@ class _Kernel(Kernel):
                 waits = (waits or []) + [e]
             else:
                 e.wait()
-        if not info.program:
-            for kernel, gsize, local, _ in steps:
-                event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
-                waits = None
-            return event
-        if prepared:
+        if prepared is not None:
             event = _launch.run(queue, prepared, scratch, waits)
             return cl.Event.from_int_ptr(event, retain=False) if event else DONE
 
@@ -147,7 +143,7 @@ class _Kernel(Kernel):
             got, waits = self._read((queue, scratch, waits), w), None
             return got
         event = DONE
-        for entry in program(info.program, read):
+        for entry in program(info.program, read) if info.program else range(len(steps)):
             kernel, gsize, local, _ = steps[entry]
             event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
             waits = None
