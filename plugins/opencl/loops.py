@@ -331,10 +331,9 @@ def varying(bodies):
     some work-items behind).  A name is the same in the whole group where every
     assignment to it is made by every work-item (outside worker and vector loops,
     under conditions and loop bounds that are the same) from values that are."""
-    nodes = list(ir.walk(bodies))
-    last = [b[-1] for b in bodies if b]
+    last = {id(b[-1]) for b in bodies if b}
     if any(isinstance(n, (ir.Break, ir.Continue)) or isinstance(n, ir.Return)
-           and n not in last for n in nodes):
+           and id(n) not in last for n in ir.walk(bodies)):
         return _ALL
     out = set()
 
