@@ -322,19 +322,19 @@ def tree_words(fn) -> int:
 
 
 UNIFORM_BUILTINS = {"gang_id", "num_gangs", "num_workers", "vector_length"}
-_ALL = type("All", (frozenset,), {"__contains__": lambda self, name: True})()
 
 
 def varying(bodies):
     """The names whose values may differ between the work-items of one group in these
-    entry bodies (everything, ``_ALL``, where a jump or an early return could leave
-    some work-items behind).  A name is the same in the whole group where every
-    assignment to it is made by every work-item (outside worker and vector loops,
-    under conditions and loop bounds that are the same) from values that are."""
+    entry bodies (every name, where a jump or an early return could leave some
+    work-items behind).  A name is the same in the whole group where every assignment
+    to it is made by every work-item (outside worker and vector loops, under conditions
+    and loop bounds that are the same) from values that are."""
     last = {id(b[-1]) for b in bodies if b}
+    nodes = list(ir.walk(bodies))
     if any(isinstance(n, (ir.Break, ir.Continue)) or isinstance(n, ir.Return)
-           and id(n) not in last for n in ir.walk(bodies)):
-        return _ALL
+           and id(n) not in last for n in nodes):
+        return {n.name for n in nodes if isinstance(n, ir.Var)}
     out = set()
 
     def visit(stmts, same):
@@ -358,9 +358,9 @@ def varying(bodies):
                     _varies(e, out) for d in s.dims for e in (d.start, d.stop, d.step))
                 if not c:
                     out.update(d.var for d in s.dims)
+                out.update(x for r in s.setup + s.init + s.fini + s.teardown  # reductions
+                           for x in (r.outer, r.local))
                 visit(s.body, c)
-            elif isinstance(s, ir.RedCall):
-                out.update((s.outer, s.local))
     while True:
         n = len(out)
         for b in bodies:
