@@ -8,8 +8,9 @@ same cl.Kernel objects with the same arguments set, side by side in one run.
   ``cl.enqueue_nd_range_kernel(...).wait()`` of its entry (arguments set once);
 - launch: the prepared kernel's launch alone, ``plugin.run_async`` of its words (the
   queue finished every 50 launches), against ``cl.enqueue_nd_range_kernel`` alone;
-- program: a kernel whose sequential loop around a parallel loop becomes --steps
-  launches per call (a loop of launches), against a Python loop enqueuing the same
+- program: a kernel whose sequential loop around a parallel loop becomes a loop of
+  launches (2 x --steps + 1 a call: each round's entry and the empty one that keeps
+  the carried scalars' areas alternating), against a Python loop enqueuing the same
   entries in the same order (its loop count read back as pygomp reads it), per launch.
 Best per-call (or per-launch) time of chunks of 50 calls (1 for program), the contenders
 in turn.
