@@ -113,7 +113,7 @@ def opencl_raw(dev, kernel, arrays):
     k = plugin._kernels[fn]
     _, _, queue = plugin.cl_device(dev.local)
     plugin.run(dev.local, fn, words(dev, kernel, arrays))      # sets the arguments
-    gangs, steps = k.plans[(0, 0, 0)]
+    gangs, steps = k.plans[(0, 0, 0)][:2]
     (entry, gsize, local, _), = steps
     return lambda: cl.enqueue_nd_range_kernel(queue, entry, gsize, local).wait(), k
 
