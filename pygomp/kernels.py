@@ -182,7 +182,8 @@ class Spec:
         self.name = (f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
                      + ("" if self.wraparound else "__nw"))
         # annotations win over the scalar types of a call, as in the compiler
-        self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
+        self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar)
+                         and isinstance(kernel.annotations.get(pname), T.Scalar) else t
                          for pname, t in zip(kernel.param_names, argtypes)]
         self._ir = None
         self._params = self._ret = None         # known once compiled or loaded
@@ -434,8 +435,7 @@ class Kernel:
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
                  device=None, nowait=False, depend=None, boundscheck=None, wraparound=True):
-        from .compiler import precheck
-        from .compiler import types as T
+        from .compiler import annotate, precheck
         from .compiler.lang import DeclareTarget
         if isinstance(fn, (Kernel, DeclareTarget)):
             fn = fn.py_func
@@ -451,14 +451,7 @@ class Kernel:
         self.param_names = list(sig.parameters)
         self.defaults = {p.name: p.default for p in sig.parameters.values()
                          if p.default is not inspect.Parameter.empty}
-        self.annotations = {}
-        for p in sig.parameters.values():
-            ann = p.annotation
-            if ann is not inspect.Parameter.empty and ann is not np.ndarray:
-                try:
-                    self.annotations[p.name] = T.scalar(ann)
-                except TypeError:
-                    pass
+        self.annotations = annotate.of_function(fn)     # Scalar or ArrayAnn
         self.kinds = {}
         for name, spec in (map or {}).items():
             if name not in self.param_names:
@@ -530,19 +523,17 @@ class Kernel:
         return s
 
     def argtypes(self, args):
+        """The types of a call's arguments, as the annotations fix or check them."""
+        from .compiler import annotate
         from .compiler import types as T
         if len(args) != len(self.param_names):
             raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments, "
                             f"{len(args)} given")
         out = []
         for name, a in zip(self.param_names, args):
-            if isinstance(a, DeviceArray):
-                out.append(T.Array(T.scalar(a.dtype), a.ndim))
-                continue
-            t = T.of_value(a)
-            if isinstance(t, T.Scalar) and name in self.annotations:
-                t = self.annotations[name]
-            out.append(t)
+            t = T.Array(T.scalar(a.dtype), a.ndim) if isinstance(a, DeviceArray) \
+                else T.of_value(a)
+            out.append(annotate.check(self.__name__, name, self.annotations.get(name), t))
         return out
 
     def specialize(self, *types, boundscheck=False) -> Spec:

@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from ..errors import CompileError  # noqa: F401  (compiler users catch it here)
-from . import ir, precheck, scoping
+from . import annotate, ir, precheck, scoping
 from . import types as T
 from .boundscheck import RECORD
 from .calls import MATH, Calls
-from .expressions import _UNSET, Expressions
+from .expressions import Expressions
+from .forms import Forms
 from .loops import Loops, Scope
 from .statements import Statements
 
@@ -104,9 +103,9 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
     return out
 
 
-class Frontend(Statements, Loops, Expressions, Calls):
+class Frontend(Statements, Loops, Forms, Expressions, Calls):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
-    loops.py, expressions.py and calls.py."""
+    loops.py, forms.py, expressions.py and calls.py."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name):
         self.fn = fn
@@ -124,6 +123,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.argtypes = list(argtypes)
         self.vtypes = {}            # variable type (widened across passes)
         self.fixed = {}             # annotated variables
+        self.weakvars = set()       # variables only Python scalars assigned (NEP 50)
         self.ret = None
 
     # -- errors and source ------------------------------------------------------------
@@ -161,12 +161,10 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.loopdepth = 0
         params = []
         for a, t in zip(self.node.args.args, self.argtypes):
-            ann = self.annotation(a)
-            if ann is not None and isinstance(t, T.Scalar):
-                t = ann
-            elif ann is not None and isinstance(t, T.Array):
-                raise self.error(a, f"parameter {a.arg!r} is annotated as a scalar "
-                                    f"{ann} but gets an array")
+            try:
+                t = annotate.check(self.fn.__name__, a.arg, self.annotation(a), t)
+            except TypeError as e:
+                raise self.error(a, str(e)) from None
             c = self.cname(a.arg)
             params.append((c, t))
             if isinstance(t, T.Array):
@@ -196,15 +194,16 @@ class Frontend(Statements, Loops, Expressions, Calls):
         return fn
 
     def annotation(self, a):
-        if a.annotation is None:
+        """The Scalar or `annotate.ArrayAnn` of a parameter's annotation, or None."""
+        node = a.annotation
+        if node is None:
             return None
-        v = self.static(a.annotation)
-        if v is _UNSET or v is np.ndarray:
-            return None
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            else ast.unparse(node)
         try:
-            return T.scalar(v)
-        except TypeError:
-            return None
+            return annotate.parse(text, self.env)
+        except TypeError as e:
+            raise self.error(a, f"parameter {a.arg!r}: {e}") from None
 
     def cname(self, name):
         return name + "_" if name in RESERVED or name.startswith("__") else name

@@ -34,6 +34,8 @@ class Loops:
     def stmt_For(self, s):
         if s.orelse:
             raise self.error(s, "for ... else is not supported in kernels")
+        if self.iterates(s):                        # arrays, enumerate, zip: `forms`
+            return self.iter_for(s)
         if not isinstance(s.iter, ast.Call):
             raise self.error(s, f"cannot loop over {ast.unparse(s.iter)}: a kernel loop "
                                 f"iterates over range(...) or an omp loop (omp.gang, "

@@ -193,9 +193,19 @@ class Statements:
         elif name not in self.vtypes:
             self.vtypes[name] = vt
             self.changed = True
+            if v.weak:
+                self.weakvars.add(name)
+        elif name in self.weakvars and not v.weak:     # a Python scalar meets a typed one
+            self.weakvars.discard(name)
+            self.vtypes[name] = T.promote_weak(vt, self.vtypes[name])
+            self.changed = True
         else:
             old = self.vtypes[name]
-            if not (v.weak and T.promote_weak(old, vt) == old):
+            if name in self.weakvars:
+                if T.promote(old, vt) != old:
+                    self.vtypes[name] = T.promote(old, vt)
+                    self.changed = True
+            elif not (v.weak and T.promote_weak(old, vt) == old):
                 new = T.promote(old, vt) if not v.weak else T.promote_weak(old, vt)
                 if new != old:
                     if old.is_float and not new.is_float:
