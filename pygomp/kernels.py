@@ -249,6 +249,12 @@ class Spec:
         from .compiler import types as T
         return None if isinstance(self.ret, T.Void) else self.ret.dtype
 
+    @property
+    def rets(self):
+        """The dtypes of the tuple the kernel returns (its last parameters are arrays of
+        one element, one per value: see `compiler.forms.Tuples`), else ()."""
+        return tuple(t.elem.dtype for c, t in self.params if c.startswith("pyg_ret"))
+
     def unit(self, dialect):
         """The kernel's source in ``dialect`` (the compiler runs)."""
         u = self.units.get(dialect.target)
@@ -321,6 +327,11 @@ class Spec:
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
+        for dtype in self.rets:         # a returned tuple's values, fresh per call
+            out = np.zeros(1, dtype)
+            add(_Item(out.ctypes.data, out.nbytes, kinds.TOFROM, out,
+                      f"{self.kernel.__name__}: its result"))
+            add(_Item(1, 0, _FPI, None))
         if self.checked:                # a fresh record per call, then its extent
             from .compiler import boundscheck as BC
             record = np.zeros(BC.WORDS, np.int64)
@@ -333,6 +344,11 @@ class Spec:
     def record(items):
         """The record among a checked call's items (before a result is added)."""
         return items[-2].obj
+
+    def tuple_of(self, items):
+        """The tuple a kernel returning one left in a call's items: numpy scalars."""
+        end = len(items) - 2 * self.checked
+        return tuple(items[k].obj[0] for k in range(end - 2 * len(self.rets), end, 2))
 
     def check(self, dev, record):
         """The IndexError a checked run left in its record, raised."""
@@ -613,11 +629,11 @@ class Kernel:
                     return r.run(values)
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
-        if s.checked:                   # a record of its own: never repeated
-            record = s.record(items)
+        if s.checked or s.rets:         # a record or results of its own: never repeated
             out = r.run([items[i].addr for i in r.call.slots])
-            s.check(dev, record)
-            return out
+            if s.checked:
+                s.check(dev, s.record(items))
+            return s.tuple_of(items) if s.rets else out
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
                for pos, _, _ in r.arrays):
             s.repeats[dev] = r
@@ -637,6 +653,8 @@ class Kernel:
             mapping.end(region, copy_back=ok)
             if ok and record is not None:
                 s.check(dev, record)
+            if s.rets:
+                return s.tuple_of(items)
             return None if out is None else out[0].item()
         return event, finish, not region.created
 

@@ -1,5 +1,6 @@
 """Python forms the front end rewrites into the ones it compiles: ``for`` over an array,
-``enumerate`` and ``zip`` (a counted loop that assigns the targets first).
+``enumerate`` and ``zip`` (a counted loop that assigns the targets first); tuples
+returned (`Tuples`); functions defined in a kernel (`Nested`).
 
 ``for v in x``, ``for i, v in enumerate(x, start)`` and ``for a, b in zip(x, range(...))``
 take 1-d arrays (elements), n-d arrays (rows, as ``row = A[k]`` binds them) and
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 
-from . import lang
+from . import ir, lang, precheck, scoping
+from . import types as T
+from .expressions import _i
 
 ITERATORS = (builtins.enumerate, builtins.zip)
 
@@ -142,3 +146,129 @@ class Forms:
         if not isinstance(target, ast.Name):
             raise self.error(s, "a loop target must be a name or a tuple of names")
         return [ast.copy_location(ast.Assign(targets=[target], value=value), s)]
+
+
+class Tuples:
+    """Mixin of `frontend.Frontend`: ``return a, b`` and ``a, b = helper(...)``.
+
+    A function that returns a tuple stores its values into arrays of one element, one
+    per value, that it takes after its parameters (``pyg_ret0``, ...; see `out_params`):
+    a kernel's are mapped by the call, which returns their values as a tuple; a
+    helper's are private arrays of the caller, which assigns the targets from them."""
+
+    def tuple_return(self, s):
+        vals = [self.expr(e) for e in s.value.elts]
+        if any(not isinstance(v.type, T.Scalar) for v in vals):
+            raise self.error(s, "a kernel or helper may return only scalars (or a tuple "
+                                "of scalars)")
+        if self.ret not in (None, T.VOID) or (self.ret is T.VOID and self.rets is None):
+            raise self.error(s, "return of a tuple and of something else in the same "
+                                "function")
+        if self.rets is None:
+            self.ret, self.rets, self.changed = T.VOID, [v.type for v in vals], True
+        elif len(self.rets) != len(vals):
+            raise self.error(s, f"returns of {len(self.rets)} and of {len(vals)} values "
+                                f"in the same function")
+        out = []
+        for k, v in enumerate(vals):
+            t = T.promote(self.rets[k], v.type)
+            if t != self.rets[k]:
+                self.rets[k], self.changed = t, True
+            name, at = self.out_params()[k]
+            out.append(ir.Assign(ir.Index(ir.ArrayRef(name, type=at), [_i(0)], type=t),
+                                 self.convert(v, t, s)))
+        return out + [ir.Return(None)]
+
+    def out_params(self):
+        """[(C name, array type)] of the result arrays (`rets` known)."""
+        space, shape = ("global", ()) if self.is_kernel else ("private", (1,))
+        return [(f"pyg_ret{k}", T.Array(t, 1, space, shape))
+                for k, t in enumerate(self.rets or ())]
+
+    def return_call(self, s):
+        """``return helper(...)`` of a helper returning a tuple, else None."""
+        obj = self.callee(s.value.func)
+        rets = self.helper(obj, s.value)[0].rets if isinstance(obj, lang.DeclareTarget) \
+            else None
+        if rets is None:
+            return None
+        names = [f"__rv{self.line(s)}_{k}" for k in range(len(rets))]
+        target = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names],
+                           ctx=ast.Store())
+        ret = ast.copy_location(ast.Return(value=ast.Tuple(
+            elts=[_load(n, s) for n in names], ctx=ast.Load())), s)
+        return self.unpack_call(target, s.value, s) + self.tuple_return(ret)
+
+    def unpack_call(self, target, call, s):
+        """``a, b = helper(...)`` of a helper returning a tuple, else None."""
+        if not isinstance(self.callee(call.func), lang.DeclareTarget):
+            return None
+        fn, args = self.helper(self.callee(call.func), call)
+        if fn.rets is None:
+            return None
+        if len(fn.rets) != len(target.elts):
+            raise self.error(s, f"{ast.unparse(call.func)} returns {len(fn.rets)} values "
+                                f"and the assignment unpacks {len(target.elts)}")
+        out, names = [], []
+        for k, (_, t) in enumerate(fn.params[-len(fn.rets):]):
+            name = f"__ret{self.line(s)}_{k}"
+            cname = self.cname(name)
+            if name not in self.arrays:
+                self.arrays[name] = ir.ArrayRef(cname, type=t)
+                self.scopes[-1].bound.add(name)
+                self.scopes[-1].decls.append((cname, t))
+            out.append(ir.ArrayInit(cname, t))
+            args.append(ir.ArrayRef(cname, type=t))
+            names.append(name)
+        out.append(ir.ExprStmt(ir.HelperCall(fn, args, type=T.VOID)))
+        for t, name in zip(target.elts, names):
+            out += self.block([ast.copy_location(ast.Assign(targets=[t], value=ast.Subscript(
+                value=_load(name, s), slice=_const(0, s), ctx=ast.Load())), s)])
+        return out
+
+
+class Local(lang.DeclareTarget):
+    """A function defined in a kernel or helper (a def, or a lambda bound to a name): a
+    helper whose parameters are followed by the enclosing function's variables it reads
+    (``free``), which each call passes (their values at the call, as in Python)."""
+
+    def __init__(self, outer, node, env, free):
+        self.py_func = outer        # its globals, closure cells and source
+        self.node, self.env, self.free = node, env, free
+        self.__name__ = node.name
+
+    def __repr__(self):
+        return f"<function {self.node.name} in {self.py_func.__qualname__}>"
+
+
+class Nested:
+    """Mixin of `frontend.Frontend`: nested ``def`` and ``name = lambda ...``."""
+
+    def stmt_FunctionDef(self, s):
+        local = self.locals.get(id(s))
+        if local is None:
+            a = s.args
+            if s.decorator_list or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs \
+                    or a.defaults:
+                raise self.error(s, precheck.NESTED)
+            own = {p.arg for p in a.args} | set(scoping.assignments(s.body))
+            outer = (self.params | set(self.counts)) - {
+                n for n, v in self.env.items() if isinstance(v, Local)}
+            free = sorted({n.id for n in ast.walk(s) if isinstance(n, ast.Name)
+                           and isinstance(n.ctx, ast.Load)} & outer - own)
+            node = copy.copy(s)
+            node.args = copy.copy(a)
+            node.args.args = a.args + [ast.arg(arg=n) for n in free]
+            local = self.locals[id(s)] = Local(self.fn, node, dict(self.env), free)
+        self.env[s.name] = local
+        return None
+
+    def lambda_def(self, target, value, s):
+        """``name = lambda ...``: a nested function ``name``."""
+        node = self.lambdas.get(id(s))
+        if node is None:
+            node = self.lambdas[id(s)] = ast.copy_location(ast.FunctionDef(
+                name=target.id, args=value.args, decorator_list=[], returns=None,
+                type_comment=None, body=[ast.copy_location(ast.Return(value=value.body),
+                                                           s)]), s)
+        return self.stmt_FunctionDef(node)

@@ -17,7 +17,10 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
 - with ``@omp.target(wraparound=False)`` a negative index does not count from the end;
   otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
-  with float64 ``x`` makes ``s`` float64 from the start);
+  with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
+  scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
+  (NEP 50): it takes the type of the typed values it meets (``ax += dx[i]`` with float32
+  ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value;
 - global scalars (module constants) are read once, when the kernel is compiled.
 
 Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
@@ -37,7 +40,7 @@ from . import types as T
 from .boundscheck import RECORD
 from .calls import MATH, Calls
 from .expressions import Expressions
-from .forms import Forms
+from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
 from .statements import Statements
 
@@ -54,6 +57,7 @@ SUPPORTED = {
     ast.Continue: Statements.stmt_Continue,
     ast.Return: Statements.stmt_Return,
     ast.Pass: Statements.stmt_Pass,
+    ast.FunctionDef: Nested.stmt_FunctionDef,   # a nested def: a helper (forms.py)
     # expressions
     ast.Constant: Expressions.expr_Constant,
     ast.Name: Expressions.expr_Name,
@@ -103,11 +107,11 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
     return out
 
 
-class Frontend(Statements, Loops, Forms, Expressions, Calls):
+class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py."""
 
-    def __init__(self, fn, argtypes, is_kernel, registry, name):
+    def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
         self.is_kernel = is_kernel
         self.registry = registry
@@ -120,11 +124,17 @@ class Frontend(Statements, Loops, Forms, Expressions, Calls):
                     self.env[var] = cell.cell_contents
                 except ValueError:
                     pass
+        if local is not None:       # a function defined in fn (`forms.Local`)
+            self.node, self.env = local.node, dict(local.env)
+        self.base_env = self.env
+        self.locals, self.lambdas = {}, {}      # nested functions, kept across passes
         self.argtypes = list(argtypes)
         self.vtypes = {}            # variable type (widened across passes)
         self.fixed = {}             # annotated variables
         self.weakvars = set()       # variables only Python scalars assigned (NEP 50)
+        self.strong = set()         # and those a typed value was assigned to
         self.ret = None
+        self.rets = None            # the types of a tuple returned (`forms.Tuples`)
 
     # -- errors and source ------------------------------------------------------------
     def line(self, node):
@@ -149,6 +159,7 @@ class Frontend(Statements, Loops, Forms, Expressions, Calls):
         raise self.error(self.node, "the variable types do not settle; add annotations")
 
     def _build_once(self):
+        self.env = dict(self.base_env)          # a nested function is known once defined
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
         self.arrays = {}            # python name -> its ArrayRef or View, visible now
@@ -184,10 +195,12 @@ class Frontend(Statements, Loops, Forms, Expressions, Calls):
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies
         body = self.block(self.node.body)
+        params += self.out_params()
         ret = self.ret or T.VOID
         fn = ir.Function(self.name, self.fn.__qualname__, params, body, ret,
                          self.scopes[0].decls, self.file, self.line(self.node), self.is_kernel)
         fn.helpers = list(self.registry.order) if self.is_kernel else []
+        fn.rets = self.rets
         fn.decl_lines = self.decl_lines
         fn.sizes = self.sizes
         fn.written = ir.stores(fn)

@@ -19,7 +19,8 @@ from . import lang
 # the node kinds of `frontend.SUPPORTED` (the front end checks that they are its keys)
 KINDS = frozenset((
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For, ast.While,
-    ast.Break, ast.Continue, ast.Return, ast.Pass, ast.Constant, ast.Name, ast.Attribute,
+    ast.Break, ast.Continue, ast.Return, ast.Pass, ast.FunctionDef, ast.Constant, ast.Name,
+    ast.Attribute,
     ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call))
 
 # expression kinds refused wherever they stand (not in a keyword, where the front end
@@ -33,6 +34,9 @@ _MAYBE = re.compile(r"lambda|yield|await|:=|[\[{(][^\n]*\bfor\b"
 REDUCTION_OPS = ("+", "*", "max", "min", "&", "|", "^", "and", "or")
 
 BREAK = "break directly in a parallel loop is not allowed: it has no order to stop"
+NESTED = ("a nested function takes plain parameters (no defaults, *args or **kwargs) "
+          "and no decorators")
+LAMBDA = "a lambda must be bound to a name (f = lambda v: ...) and called by it"
 PARAMS = ("kernel parameters must be plain names, with defaults or not (no *args, "
           "**kwargs or keyword-only ones)")
 
@@ -59,6 +63,8 @@ def error(file, lines, offset, node, message):
 
 def refusal(node) -> str:
     """The error of a construct kernels do not support."""
+    if isinstance(node, ast.Lambda):
+        return LAMBDA
     return f"{_describe(node)} is not supported in kernels"
 
 
@@ -147,7 +153,18 @@ class _Check:
                 raise self.error(s, "an expression statement must be a call")
             if isinstance(s, ast.Break) and loop != "seq":
                 raise self.error(s, BREAK)
-            if isinstance(s, ast.For):
+            if isinstance(s, ast.FunctionDef):
+                a = s.args
+                if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults \
+                        or s.decorator_list:
+                    raise self.error(s, NESTED)
+                self.block(s.body, None)
+            elif _is_lambda_def(s):
+                self.exprs(s.value.body)
+                if s.value.args.vararg or s.value.args.kwarg or s.value.args.kwonlyargs \
+                        or s.value.args.defaults:
+                    raise self.error(s, NESTED)
+            elif isinstance(s, ast.For):
                 self.exprs(s.target)
                 par = self.is_par_loop(s)
                 if par:
@@ -177,7 +194,7 @@ class _Check:
             if isinstance(n, _REFUSED):
                 raise self.error(n, refusal(n))
             if isinstance(n, ast.Call):     # a callee is looked up, not compiled
-                todo += n.args
+                todo += n.args + [n.func] * isinstance(n.func, ast.Lambda)
             elif isinstance(n, ast.Subscript):  # so is the array indexed
                 todo.append(n.slice)
             elif not isinstance(n, ast.Attribute):
@@ -214,6 +231,12 @@ class _Check:
         if node.id in fn.__globals__:
             return fn.__globals__[node.id]
         return getattr(builtins, node.id, None)
+
+
+def _is_lambda_def(s):
+    """``name = lambda ...``, the one place a lambda stands."""
+    return isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda) \
+        and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
 
 
 def _docstring(s):
