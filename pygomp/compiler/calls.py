@@ -157,7 +157,8 @@ class Calls:
                 fe = type(self)(helper.py_func, types_, is_kernel=False,
                                 registry=self.registry, name=name,
                                 local=getattr(helper, "node", None) and helper)
-                fe.weakvars.update(p.arg for p, w in zip(fe.node.args.args, weak) if w)
+                for p, w in zip(fe.node.args.args, weak):
+                    fe.mark_weak(p.arg, w)
                 fn = fe.build()
             finally:
                 self.registry.busy.discard(key)

@@ -248,8 +248,7 @@ class Nested:
         local = self.locals.get(id(s))
         if local is None:
             a = s.args
-            if s.decorator_list or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs \
-                    or a.defaults:
+            if not precheck.plain(s):
                 raise self.error(s, precheck.NESTED)
             own = {p.arg for p in a.args} | set(scoping.assignments(s.body))
             outer = (self.params | set(self.counts)) - {

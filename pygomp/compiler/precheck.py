@@ -20,8 +20,7 @@ from . import lang
 KINDS = frozenset((
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For, ast.While,
     ast.Break, ast.Continue, ast.Return, ast.Pass, ast.FunctionDef, ast.Constant, ast.Name,
-    ast.Attribute,
-    ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call))
+    ast.Attribute, ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call))
 
 # expression kinds refused wherever they stand (not in a keyword, where the front end
 # asks for a constant instead), and text that may hold one: expressions are walked only
@@ -154,15 +153,12 @@ class _Check:
             if isinstance(s, ast.Break) and loop != "seq":
                 raise self.error(s, BREAK)
             if isinstance(s, ast.FunctionDef):
-                a = s.args
-                if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults \
-                        or s.decorator_list:
+                if not plain(s):
                     raise self.error(s, NESTED)
                 self.block(s.body, None)
             elif _is_lambda_def(s):
                 self.exprs(s.value.body)
-                if s.value.args.vararg or s.value.args.kwarg or s.value.args.kwonlyargs \
-                        or s.value.args.defaults:
+                if not plain(s.value):
                     raise self.error(s, NESTED)
             elif isinstance(s, ast.For):
                 self.exprs(s.target)
@@ -231,6 +227,13 @@ class _Check:
         if node.id in fn.__globals__:
             return fn.__globals__[node.id]
         return getattr(builtins, node.id, None)
+
+
+def plain(fn) -> bool:
+    """Whether a nested def or lambda takes plain parameters only, undecorated."""
+    a = fn.args
+    return not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults
+                or getattr(fn, "decorator_list", None))
 
 
 def _is_lambda_def(s):

@@ -199,9 +199,9 @@ class Statements:
         elif name not in self.vtypes:
             self.vtypes[name] = vt
             self.changed = True
-            self.weak(name, v.weak)
+            self.mark_weak(name, v.weak)
         elif name in self.weakvars and not v.weak:     # a Python scalar meets a typed one
-            self.weak(name, False)
+            self.mark_weak(name, False)
             self.vtypes[name] = T.promote_weak(vt, self.vtypes[name])
             self.changed = True
         else:
@@ -233,7 +233,7 @@ class Statements:
                     pass
         return ir.Assign(ir.Var(cname, type=self.vtypes[name]), value)
 
-    def weak(self, name, weak):
+    def mark_weak(self, name, weak):
         """Whether variable ``name`` is weak (NEP 50): until a typed value is assigned
         to it, in any pass."""
         if not weak:
