@@ -20,7 +20,9 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
   scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
   (NEP 50): it takes the type of the typed values it meets (``ax += dx[i]`` with float32
-  ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value;
+  ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value, but not
+  a kernel's scalar argument: a Python float passed is float64 (``a * x[i]`` with
+  float32 ``x`` is float64 where numpy 2 gives float32; annotate ``a: np.float32``);
 - global scalars (module constants) are read once, when the kernel is compiled.
 
 Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
