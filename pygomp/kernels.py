@@ -24,7 +24,7 @@ through the runtime's ``mapping.target``: data already present on the device
 (`pygomp.runtime.tasks`): on a device with a queue they are started at once and ordered
 by its events; on every device the kernel is built and the arguments checked at the
 call, so such errors raise there.  A kernel that returns a scalar returns it from the
-call.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
+call; one that returns a tuple of scalars, a tuple of numpy scalars.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
 (0: the device's choice).  ``kernel.py_func`` is the plain Python function (it runs
 sequentially, for debugging).  Arrays must be C-contiguous.  The kernel language is
 described in `pygomp.compiler.frontend` and `pygomp.compiler.lang`.
@@ -182,9 +182,9 @@ class Spec:
         self.name = (f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
                      + ("" if self.wraparound else "__nw"))
         # annotations win over the scalar types of a call, as in the compiler
-        self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar)
-                         and isinstance(kernel.annotations.get(pname), T.Scalar) else t
-                         for pname, t in zip(kernel.param_names, argtypes)]
+        anns = [kernel.annotations.get(pname) for pname in kernel.param_names]
+        self.argtypes = [a if isinstance(t, T.Scalar) and isinstance(a, T.Scalar) else t
+                         for a, t in zip(anns, argtypes)]
         self._ir = None
         self._params = self._ret = None         # known once compiled or loaded
         self._written = None
