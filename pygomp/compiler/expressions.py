@@ -105,7 +105,7 @@ class Expressions:
             return copy.deepcopy(self.arrays[name])
         found = self.resolve(name)
         if found is not None:
-            return ir.Var(found[0], type=self.vtypes[name])
+            return ir.Var(found[0], type=self.vtypes[name], weak=name in self.weakvars)
         if name in self.gone:
             raise self.error(node, f"{name!r} is private to the parallel loop at line "
                                    f"{self.gone[name]} and undefined after it")
