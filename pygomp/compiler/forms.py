@@ -61,7 +61,7 @@ class Forms:
             type_comment=None), s)
         return self.block(pre) + [self.seq_for(loop)]
 
-    def temp(self, value, s, pre):
+    def ast_temp(self, value, s, pre):
         """A name for ``value``, assigned before the loop (a constant stays itself)."""
         if isinstance(value, ast.Constant):
             return value
@@ -87,7 +87,7 @@ class Forms:
                             or len(node.args) == 2 and kw:
                         raise self.error(s, "enumerate() takes an iterable and a start")
                     n, elem = self.iterable(node.args[0], s, pre)
-                    start = self.temp(node.args[1] if len(node.args) == 2 else
+                    start = self.ast_temp(node.args[1] if len(node.args) == 2 else
                                       kw.get("start", _const(0, s)), s, pre)
                     return n, lambda k: [_bin(k, ast.Add(), start, s), elem(k)]
                 if kw or not node.args:
@@ -105,14 +105,14 @@ class Forms:
                                 f"loop (omp.gang, omp.worker, omp.vector, "
                                 f"omp.parallel_range)")
         if not isinstance(node, ast.Name):
-            node = self.temp(node, s, pre)      # a sub-array: bound once
+            node = self.ast_temp(node, s, pre)      # a sub-array: bound once
         return _call("len", [node], s), lambda k: ast.copy_location(
             ast.Subscript(value=node, slice=k, ctx=ast.Load()), s)
 
     def range_form(self, node, s, pre):
         if node.keywords or not 1 <= len(node.args) <= 3:
             raise self.error(s, "range takes 1 to 3 arguments")
-        args = [self.temp(a, s, pre) for a in node.args]
+        args = [self.ast_temp(a, s, pre) for a in node.args]
         a, b, c = ([_const(0, s)] + args + [_const(1, s)])[:3] if len(args) == 1 else \
             (args + [_const(1, s)])[:3]
         step = self.static(c)
