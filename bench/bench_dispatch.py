@@ -2,17 +2,24 @@
 side by side in one run.
 
     python bench/bench_dispatch.py [--calls 2000] [--repeat 7] [--only calls,process]
+                                   [--processes 5]
 
 - calls: kernels of 1, 3 and 6 arrays of 16x16 float64, kept present by target_data
   (nothing is copied), each adding 1 to one element of each array.  On the host device
   and the initial device against a direct cffi call of the same compiled function with
   the same argument words; on each OpenCL device against a raw enqueue (and wait) of the
   same cl.Kernel with its arguments set once.  Best of --repeat runs of --calls calls,
-  the contenders in turn.
+  the contenders in turn.  On the host device and the initial device, where a call runs
+  in the calling thread, the time is that thread's CPU time: wall-clock time on a busy
+  machine adds the time the process waits for a CPU, which hits long calls more often
+  than short ones (figures that jumped from run to run).  With --processes N, the host device's rows again in N new
+  processes, one line each: how much the figure moves from run to run.
 - process: the first call of a cached kernel in a new process, as the whole command
-  ``python -c "import pygomp; <define a kernel>; <call it>"`` against the command
-  ``python -c "import numpy, pygomp"`` (the script imports numpy too; best of 15 runs each, on the host device; the cache is
-  filled first).  The difference is what a user waits for beyond importing pygomp.
+  ``python first_call.py`` (import numpy and pygomp, define a kernel, call it) against
+  the commands ``python -c "import numpy"`` and ``python -c "import numpy, pygomp"``
+  (best of 15 runs each, in turns, on the host device; the cache is filled first).
+  The differences are what a user waits for beyond importing numpy, and beyond
+  importing pygomp.
 """
 from __future__ import annotations
 
@@ -57,7 +64,7 @@ def six(a, b, c, d, e, f):
 KERNELS = {1: one, 3: three, 6: six}
 
 
-def duel(fns, calls, repeat, chunk=100):
+def duel(fns, calls, repeat, chunk=100, clock=time.perf_counter):
     """Best time per call of each function over ``repeat`` rounds of ``calls`` calls; within
     a round the functions take turns every ``chunk`` calls, so that both see the same
     machine (which others may be loading)."""
@@ -68,10 +75,10 @@ def duel(fns, calls, repeat, chunk=100):
         spent = dict.fromkeys(fns, 0.0)
         for _ in range(max(calls // chunk, 1)):
             for k, f in fns.items():
-                t = time.perf_counter()
+                t = clock()
                 for _ in range(chunk):
                     f()
-                spent[k] += time.perf_counter() - t
+                spent[k] += clock() - t
         for k in fns:
             best[k] = min(best[k], spent[k] / (max(calls // chunk, 1) * chunk))
     return best
@@ -106,15 +113,15 @@ def opencl_raw(dev, kernel, arrays):
     k = plugin._kernels[fn]
     _, _, queue = plugin.cl_device(dev.local)
     plugin.run(dev.local, fn, words(dev, kernel, arrays))      # sets the arguments
-    gangs, steps = k.plans[(0, 0, 0)]
+    gangs, steps = k.plans[(0, 0, 0)][:2]
     (entry, gsize, local, _), = steps
     return lambda: cl.enqueue_nd_range_kernel(queue, entry, gsize, local).wait(), k
 
 
-def calls_table(args):
+def calls_table(args, plugins=("host", "opencl")):
     rows = []
     for dev in devices.all_devices():
-        if dev.plugin.name not in ("host", "opencl"):
+        if dev.plugin.name not in plugins:
             continue
         name = "initial" if dev.is_initial else dev.plugin.name
         for n, kernel in KERNELS.items():
@@ -122,21 +129,35 @@ def calls_table(args):
             call = kernel.on(dev.number)
             with pygomp.target_data(dev.number, tofrom=arrays):
                 call(*arrays)
-                if dev.plugin.name == "host":
+                if dev.plugin.name == "host":     # all in this thread: its CPU time
                     direct, keep = host_direct(dev, kernel, arrays)
-                    other = "direct cffi"
+                    other, clock = "direct cffi", time.thread_time
                 else:
                     direct, keep = opencl_raw(dev, kernel, arrays)
-                    other = "raw enqueue"
+                    other, clock = "raw enqueue", time.perf_counter
                 t = duel({"pygomp": lambda: call(*arrays), "other": direct},
-                         args.calls, args.repeat)
+                         args.calls, args.repeat, clock=clock)
             rows.append((f"{dev.number} {name}", n, t["pygomp"], t["other"], other))
+    if args.brief:                      # one line: a run among --processes
+        print("  " + "   ".join(f"{dev.split()[1]} {n}: {ours * 1e6:5.2f} us "
+                                f"({ours / theirs:4.1f}x)" for dev, n, ours, theirs, _ in rows))
+        return
     print(f"calls, 16x16 float64 arrays present, best of {args.repeat} x {args.calls}:")
     print(f"  {'device':<12} {'arrays':>6} {'pygomp us':>10} {'direct us':>10} "
           f"{'over us':>8} {'ratio':>6}  direct is")
     for dev, n, ours, theirs, what in rows:
         print(f"  {dev:<12} {n:>6} {ours * 1e6:>10.2f} {theirs * 1e6:>10.2f} "
               f"{(ours - theirs) * 1e6:>8.2f} {ours / theirs:>6.2f}  {what}")
+
+
+def spread(args):
+    """The host rows of the calls table in ``--processes`` new processes."""
+    print(f"\nthe same, host and initial device, in {args.processes} new processes "
+          f"(pygomp us, ratio to direct cffi):")
+    for _ in range(args.processes):
+        subprocess.run([sys.executable, __file__, "--only", "host-calls", "--brief",
+                        "--calls", str(args.calls), "--repeat", str(args.repeat)],
+                       check=True)
 
 
 PROCESS = """
@@ -172,21 +193,25 @@ def process_table():
         prog = os.path.join(d, "first_call.py")
         with open(prog, "w") as f:
             f.write(PROCESS)
-        first = [sys.executable, prog]
-        bare = [sys.executable, "-c", "import numpy, pygomp"]
-        subprocess.run(first, env=env, check=True)              # fills the caches
-        bare_t, first_t = (inf := float("inf"), inf), (inf, inf)
+        commands = {"python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+                    "python -c 'import numpy, pygomp'": [sys.executable, "-c",
+                                                         "import numpy, pygomp"],
+                    "python first_call.py": [sys.executable, prog]}
+        subprocess.run(commands["python first_call.py"], env=env, check=True)   # caches
+        best = dict.fromkeys(commands, (float("inf"), float("inf")))
         for _ in range(3):                                      # in turns
-            bare_t = min(bare_t, whole_command(bare, env, 5))
-            first_t = min(first_t, whole_command(first, env, 5))
+            for name, cmd in commands.items():
+                best[name] = min(best[name], whole_command(cmd, env, 5))
     print("\na cached kernel's first call in a new process (host device), best of 15,")
-    print("wall-clock and CPU (user + system) time of the whole command:")
-    print(f"  PYGOMP_DEVICES=host python -c 'import numpy, pygomp' {bare_t[0] * 1e3:6.1f} ms "
-          f"{bare_t[1] * 1e3:8.1f} ms CPU")
-    print(f"  PYGOMP_DEVICES=host python first_call.py        {first_t[0] * 1e3:8.1f} ms "
-          f"{first_t[1] * 1e3:8.1f} ms CPU")
-    print(f"  the first call's own cost                       "
-          f"{(first_t[0] - bare_t[0]) * 1e3:8.1f} ms {(first_t[1] - bare_t[1]) * 1e3:8.1f} ms CPU")
+    print("wall-clock and CPU (user + system) time of the whole command "
+          "(PYGOMP_DEVICES=host):")
+    for name, (wall, cpu) in best.items():
+        print(f"  {name:<34} {wall * 1e3:8.1f} ms {cpu * 1e3:8.1f} ms CPU")
+    (numpy, _), (imported, _), (first, _) = best.values()
+    print(f"  first_call.py over import numpy    {(first - numpy) * 1e3:8.1f} ms "
+          f"({first / numpy:.2f}x)")
+    print(f"  first_call.py over import pygomp   {(first - imported) * 1e3:8.1f} ms "
+          f"(the first call's own cost)")
     print("  first_call.py:" + PROCESS.replace("\n", "\n    ").rstrip())
 
 
@@ -195,11 +220,18 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", default="calls,process")
+    ap.add_argument("--processes", type=int, default=5)
+    ap.add_argument("--brief", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     parts = set(args.only.split(","))
+    if "host-calls" in parts:           # one run of --processes
+        calls_table(args, ("host",))
+        return
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
     if "calls" in parts:
         calls_table(args)
+        if args.processes > 1:
+            spread(args)
     if "process" in parts:
         process_table()
 

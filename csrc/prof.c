@@ -112,24 +112,54 @@ static void prof_changed(void)     /* prof_lock held on entry, released on retur
     }
 }
 
+static int prof_enabled;                /* a register call was made (libgomp's flag) */
+
+/* GOMP_DEBUG: libgomp's lines for what a request did (shim.c's debug_on). */
+static void prof_debug(const char *text)
+{
+    if (debug_on())
+        fputs(text, stderr);
+}
+
 /* Register (add = 1) or unregister (0), with libgomp's rules: acc_reg counts, an
    acc_toggle with a callback enables or disables it, without one the whole event
    (acc_ev_none: every event), and acc_toggle_per_thread with acc_ev_none and no
-   callback this thread's dispatch.  Anything else is ignored. */
+   callback this thread's dispatch.  Anything else is ignored, and so is an unregister
+   before any register. */
 static void prof_change(int ev, pg_prof_callback cb, int reg, int add)
 {
-    if (ev < EV_NONE || ev >= EV_LAST || (reg == REG && (ev == EV_NONE || !cb)))
+    if (debug_on())
+        fprintf(stderr, "%s: ev=%d, cb=%p, reg=%d\n",
+                add ? "acc_prof_register" : "acc_prof_unregister", ev, (void *)cb, reg);
+    if (add)
+        prof_enabled = 1;
+    else if (!prof_enabled)
         return;
-    if (reg == TOGGLE_PER_THREAD) {
-        if (ev == EV_NONE && !cb)
-            prof_thread_off = !add;
+    if (ev < EV_NONE || ev >= EV_LAST) {
+        prof_debug("  ignoring request for bogus 'acc_event_t'\n");
         return;
     }
-    if (reg != REG && reg != TOGGLE)
+    if (reg != REG && reg != TOGGLE && reg != TOGGLE_PER_THREAD) {
+        prof_debug("  ignoring request with bogus 'acc_register_t'\n");
         return;
+    }
+    if (reg == REG && (ev == EV_NONE || !cb))
+        return;
+    if (reg == TOGGLE_PER_THREAD) {
+        if (ev == EV_NONE && !cb) {
+            prof_debug(add ? "  thread: enabling callbacks\n" : "  thread: disabling callbacks\n");
+            prof_thread_off = !add;
+        } else {
+            prof_debug("  ignoring bogus request\n");
+        }
+        return;
+    }
     if (reg == TOGGLE && (!cb || ev == EV_NONE)) {
-        if (cb)
+        if (cb) {
+            prof_debug("  ignoring request\n");
             return;
+        }
+        prof_debug(add ? "  globally enabling callbacks\n" : "  globally disabling callbacks\n");
         pthread_mutex_lock(&prof_lock);
         prof_off[ev] = !add;
         prof_changed();
@@ -141,10 +171,15 @@ static void prof_change(int ev, pg_prof_callback cb, int reg, int add)
         at = &(*at)->next;
     e = *at;
     if (reg == TOGGLE) {
+        prof_debug(!e ? "  ignoring request: is not registered\n"
+                       : add ? "  enabling\n" : "  disabling\n");
         if (e)
             e->enabled = add;
     } else if (add && e) {
         e->ref++;
+        if (debug_on())
+            fprintf(stderr, "  already registered; incrementing reference count to: %d\n",
+                    e->ref);
     } else if (add) {
         e = malloc(sizeof *e);
         if (!e) {
@@ -153,14 +188,22 @@ static void prof_change(int ev, pg_prof_callback cb, int reg, int add)
         }
         *e = (struct prof_entry){cb, 1, 1, NULL};
         if (is_end_event(ev) || !prof_entries[ev]) {
+            prof_debug("  prepending\n");
             e->next = prof_entries[ev];
             prof_entries[ev] = e;
         } else {
+            prof_debug("  appending\n");
             *at = e;
         }
-    } else if (e && --e->ref == 0) {
-        *at = e->next;
-        free(e);
+    } else if (!e) {
+        prof_debug("  ignoring bogus request: is not registered\n");
+    } else {
+        if (debug_on())
+            fprintf(stderr, "  decrementing reference count to: %d\n", e->ref - 1);
+        if (--e->ref == 0) {
+            *at = e->next;
+            free(e);
+        }
     }
     prof_changed();
 }
@@ -178,7 +221,8 @@ EXPORT void acc_prof_unregister(int ev, pg_prof_callback cb, int reg)
 /* No runtime-specific query routines. */
 EXPORT pg_query_fn acc_prof_lookup(const char *name)
 {
-    (void)name;
+    if (debug_on())
+        fprintf(stderr, "acc_prof_lookup (%s)\n", name ? name : "NULL");
     return NULL;
 }
 
@@ -252,6 +296,8 @@ __attribute__((constructor)) static void prof_load_libraries(void)
             dlclose(h);
             continue;
         }
+        if (debug_on())
+            fprintf(stderr, "goacc_profiling_initialize: dlopen (\"%s\")\n", name);
         h = dlopen(name, RTLD_LAZY);
         void (*init)(pg_prof_reg, pg_prof_reg, pg_prof_lookup_func) =
             h ? (void (*)(pg_prof_reg, pg_prof_reg, pg_prof_lookup_func))dlsym(
@@ -264,6 +310,9 @@ __attribute__((constructor)) static void prof_load_libraries(void)
                 dlclose(h);
             continue;
         }
+        if (debug_on())
+            fprintf(stderr, "  goacc_profiling_initialize: calling %s:acc_register_library\n",
+                    name);
         init(acc_prof_register, acc_prof_unregister, acc_prof_lookup);
     }
     free(copy);

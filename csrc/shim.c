@@ -799,12 +799,23 @@ static void trace(const char *text, const char *name)
         fprintf(stderr, "  %s: %s\n", name, text);
 }
 
+/* OpenACC's map items keep the alignment byte of their kinds: Python lays out the
+   entries a construct makes in one device block, as libgomp does (entries.Block). */
+static uint64_t *acc_pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short *kinds,
+                          uint64_t *small)
+{
+    uint64_t *items = pack(n, hostaddrs, sizes, kinds, small);
+    for (size_t i = 0; i < n; i++)
+        items[3 * i + 2] = kinds[i];
+    return items;
+}
+
 static void acc_parallel(int flags_m, void (*fn)(void *), size_t mapnum, void **hostaddrs,
                          size_t *sizes, unsigned short *kinds, int async, struct waits *w,
                          unsigned *dims)
 {
     ensure();
-    uint64_t small[3 * SMALL], *items = pack(mapnum, hostaddrs, sizes, kinds, small);
+    uint64_t small[3 * SMALL], *items = acc_pack(mapnum, hostaddrs, sizes, kinds, small);
     int ok = pg_py_acc_parallel(~flags_m, (uintptr_t)fn, mapnum, items, (uintptr_t *)hostaddrs,
                                 async, w->n, w->v, dims);
     if (items != small)
@@ -869,7 +880,7 @@ static int64_t acc_data(int op, int flags_m, size_t n, void **hostaddrs, size_t 
                         unsigned short *kinds, int async, struct waits *w)
 {
     ensure();
-    uint64_t small[3 * SMALL], *items = pack(n, hostaddrs, sizes, kinds, small);
+    uint64_t small[3 * SMALL], *items = acc_pack(n, hostaddrs, sizes, kinds, small);
     int64_t r = pg_py_acc_data(op, ~flags_m, n, items, (uintptr_t *)hostaddrs, async,
                                w ? w->n : 0, w ? w->v : NULL);
     if (items != small)
@@ -1056,6 +1067,24 @@ EXPORT void acc_wait_all(void) { acc_call(R_WAIT_ALL, 0, 0, 0, SYNC); }
 EXPORT void acc_async_wait_all(void) { acc_wait_all(); }
 EXPORT void acc_wait_async(int q1, int q2) { acc_call(R_WAIT_ASYNC, I(q1), I(q2), 0, SYNC); }
 EXPORT void acc_wait_all_async(int q) { acc_call(R_WAIT_ALL_ASYNC, I(q), 0, 0, SYNC); }
+
+/* OpenACC's CUDA interop: NULL (0) unless the thread's device is a CUDA one. */
+EXPORT void *acc_get_current_cuda_device(void)
+{
+    return (void *)acc_call(R_CUDA_DEVICE, 0, 0, 0, SYNC);
+}
+EXPORT void *acc_get_current_cuda_context(void)
+{
+    return (void *)acc_call(R_CUDA_CONTEXT, 0, 0, 0, SYNC);
+}
+EXPORT void *acc_get_cuda_stream(int q)
+{
+    return (void *)acc_call(R_CUDA_STREAM, I(q), 0, 0, SYNC);
+}
+EXPORT int acc_set_cuda_stream(int q, void *stream)
+{
+    return acc_call(R_SET_CUDA_STREAM, I(q), W(stream), 0, SYNC);
+}
 
 /* -- GCC 5's OpenMP entry points: 8-bit map kinds ----------------------------------- */
 

@@ -107,6 +107,14 @@ def _items(n, packed):
             for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
 
 
+def _acc_items(n, packed):
+    """`_items` of an OpenACC construct, whose kinds keep libgomp's alignment byte (log2
+    of the alignment, above the kind's low byte): the items carry the alignment."""
+    w = ffi.unpack(packed, 3 * n)
+    return [_new(Item, (a, s, k & 0xff, None, None, 1 << (k >> 8))) if a else _NULL
+            for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
+
+
 def _target_call(device, fn, n, packed):
     """The `calls.Call` of a target region, fresh or looked up now: a loop's region
     repeats its triples, and reuses its items, device and look-ups while the call is
@@ -118,7 +126,7 @@ def _target_call(device, fn, n, packed):
         return call
     dev = devices.resolve(device, compiled=True)
     call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
-                      _launch.get(fn, (0, 0, 0)))
+                      _launch.get(fn, (0, 0, 0)), host_code=dev.target == "host")
     call.look_up()
     if dev.number == device:
         if len(_targets) >= 4096:
@@ -134,8 +142,19 @@ def pg_py_target(device, fn, n, packed, args):
     ``args`` is the argument block shim.c gave), unmap."""
     prepared = _target_call(device, fn, n, packed)
     dev, items = prepared.dev, prepared.items
-    if prepared.address is not None or (not prepared.fresh() and _has_image(dev, fn)):
+    fresh = prepared.fresh()
+    if prepared.address is not None or (not fresh and _has_image(dev, fn)):
         prepared.run()
+        return 1
+    if fresh and dev.target == "host":
+        def host(words):
+            if words is None:           # not prepared: the whole construct
+                _host_code(dev, fn, items, n, args)
+            else:
+                if n:
+                    args[0:n] = words
+                lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
+        prepared.run(host=host)
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -151,6 +170,12 @@ def pg_py_target(device, fn, n, packed, args):
             lib.pg_call_host(fn, args, -1)
         _region_on_host(dev, fn, items, call, "target region")
         return 1
+    _host_code(dev, fn, items, n, args)
+    return 1
+
+
+def _host_code(dev, fn, items, n, args):
+    """Map, run a region's host code with the device's words, unmap."""
     region = mapping.begin(dev, items)
     ok = False
     try:
@@ -160,7 +185,6 @@ def pg_py_target(device, fn, n, packed, args):
         ok = True
     finally:
         mapping.end(region, copy_back=ok)
-    return 1
 
 
 def _has_image(dev, fn):
@@ -517,7 +541,7 @@ def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, 
         rec.set_async(async_)
     if num_waits:
         acc.wait_list(async_, ffi.unpack(waits, num_waits))
-    items = _items(n, packed)
+    items = _acc_items(n, packed)
     launch = tuple(ffi.unpack(dims, 3))
     if _has_image(dev, fn):     # the map changes now, its copies in take the host's bytes now
         launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
@@ -622,7 +646,7 @@ def _acc_data(rec, dev, op, flags, n, packed, hostaddrs, async_, num_waits, wait
             acc.wait_async(None, async_)
         return 1
     host = flags & HOST_FALLBACK or dev.is_initial
-    items = _items(n, packed)
+    items = _acc_items(n, packed)
     if op == AccOp.ENTER_EXIT and not host:
         op = AccOp.ENTER if _entering(items) else AccOp.EXIT
     if rec and op in _STARTS:
@@ -709,8 +733,8 @@ _ACC = {    # routine -> fn(word, word, word, async queue)
     R.SHUTDOWN: lambda a, b, c, q: acc.shutdown(_s(a)),
     R.MALLOC: lambda a, b, c, q: acc.malloc(a),
     R.FREE: lambda a, b, c, q: acc.free(a),
-    R.COPYIN: lambda a, b, c, q: acc.enter(a, b, kinds.TO, None, q),
-    R.CREATE: lambda a, b, c, q: acc.enter(a, b, kinds.ALLOC, None, q),
+    R.COPYIN: lambda a, b, c, q: acc.enter(a, b, kinds.TO, None, q, 1),   # kinds of
+    R.CREATE: lambda a, b, c, q: acc.enter(a, b, kinds.ALLOC, None, q, 1),  # alignment 1
     R.COPYOUT: lambda a, b, c, q: acc.leave(a, b, kinds.FROM, q),
     R.COPYOUT_FINALIZE: lambda a, b, c, q: acc.leave(a, b, kinds.FORCE_FROM, q),
     R.DELETE: lambda a, b, c, q: acc.leave(a, b, kinds.RELEASE, q),
@@ -735,6 +759,10 @@ _ACC = {    # routine -> fn(word, word, word, async queue)
     R.WAIT_ALL_ASYNC: lambda a, b, c, q: acc.wait_async(None, _s(a)),
     R.GET_PROPERTY: lambda a, b, c, q: _number(acc.get_property(_s(a), _s(b), c)),
     R.GET_PROPERTY_STRING: lambda a, b, c, q: _string(acc.get_property(_s(a), _s(b), c)),
+    R.CUDA_DEVICE: lambda a, b, c, q: acc.cuda_device(),
+    R.CUDA_CONTEXT: lambda a, b, c, q: acc.cuda_context(),
+    R.CUDA_STREAM: lambda a, b, c, q: acc.cuda_stream(_s(a)),
+    R.SET_CUDA_STREAM: lambda a, b, c, q: acc.set_cuda_stream(_s(a), b),
 }
 
 

@@ -346,6 +346,48 @@ def on_device(t) -> bool:
     return t in (device_host, device_none)
 
 
+# -- CUDA interop (the C face's acc_get_current_cuda_device ...) -------------------
+
+def _cuda():
+    """The CUDA handles of this thread's device (None: it has no device yet, as libgomp
+    answers before the first construct or acc_init, or its device is not CUDA's)."""
+    dev = _mine()
+    handles = None if dev is None else getattr(dev.plugin, "cuda_handles", None)
+    return (dev, handles(dev.local)) if handles else (dev, None)
+
+
+def cuda_device() -> int:
+    """acc_get_current_cuda_device: the address of the device's CUdevice, else 0."""
+    h = _cuda()[1]
+    return h.device if h else 0
+
+
+def cuda_context() -> int:
+    """acc_get_current_cuda_context: the device's CUcontext, else 0."""
+    h = _cuda()[1]
+    return h.context if h else 0
+
+
+def cuda_stream(q) -> int:
+    """acc_get_cuda_stream: the CUstream of queue ``q`` (all of a device's queues put
+    their work on its one stream) once the queue exists, else 0 (an invalid ``q``,
+    acc_async_sync too)."""
+    dev, h = _cuda()
+    if not h or q < async_noval or (dev, q) not in _queues:
+        return 0
+    return h.stream
+
+
+def set_cuda_stream(q, stream) -> int:
+    """acc_set_cuda_stream: 0 for an invalid ``q``, a NULL stream or acc_async_sync; -1
+    where the device is not CUDA's (libgomp's answers).  On a CUDA device 0 as well:
+    its queues share the device's one stream, which a queue cannot replace."""
+    if q < async_sync or not stream:
+        return 0
+    current()                                   # libgomp initializes here
+    return -1 if _cuda()[1] is None else 0
+
+
 # -- async queues -----------------------------------------------------------------
 
 _queues = {}      # (device, queue) -> _Queue
@@ -541,14 +583,16 @@ def wait_list(q, waits) -> None:
 
 # -- data routines on addresses (the C face's) -----------------------------------
 
-def enter(h, size, kind, obj=None, q=async_sync) -> int:
-    """acc_copyin / acc_create: the device address (the host's on the host)."""
+def enter(h, size, kind, obj=None, q=async_sync, align=None) -> int:
+    """acc_copyin / acc_create: the device address (the host's on the host).  ``align``:
+    the C face's, for libgomp's layout (`mapping.Item`)."""
     if not h or not size:
         raise MappingError(f"[{h:#x},+{size}] is a bad range")
     dev = current()
     if dev.is_initial:
         return h
-    run(q, lambda: mapping.enter_data(dev, [Item(h, size, kind, obj)], acc=True), dev)
+    run(q, lambda: mapping.enter_data(dev, [Item(h, size, kind, obj, None, align)],
+                                       acc=True), dev)
     return accmap.device_address(dev, h)
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import runpy
 import sys
 
+from .compiler import annotate
 from .compiler import types as T
 from .errors import CompileError
 from .runtime import devices, env, kinds
@@ -72,19 +72,24 @@ static inline void *pygomp_f32(float v) {{ uint32_t w; memcpy(&w, &v, 4); return
 
 def _types(kernel, signature):
     """The parameter types of a kernel: --signature, else annotations."""
-    from .cli import parse_type
     if signature is not None:
         if len(signature) != len(kernel.param_names):
             raise SystemExit(f"--signature {kernel.__name__}: {len(signature)} types for "
                              f"{len(kernel.param_names)} parameters")
         return signature
     out = []
-    for name, p in inspect.signature(kernel.py_func).parameters.items():
-        ann = p.annotation
-        if ann is inspect.Parameter.empty:
+    for name in kernel.param_names:
+        t = kernel.annotations.get(name)
+        if isinstance(t, annotate.ArrayAnn):
+            if t.type is None:
+                raise SystemExit(f"{kernel.__name__}: parameter {name!r} is annotated "
+                                 f"{t.text}, which leaves its dtype or rank open: annotate "
+                                 f"it (\"float32[:]\", ...) or give --signature")
+            t = t.type
+        if t is None:
             raise SystemExit(f"{kernel.__name__}: parameter {name!r} has no type: annotate "
                              f"it (\"float32[:]\", np.float64, ...) or give --signature")
-        out.append(parse_type(ann) if isinstance(ann, str) else T.scalar(ann))
+        out.append(t)
     return out
 
 

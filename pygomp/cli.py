@@ -15,6 +15,7 @@ import os
 import sys
 import types
 
+from .compiler import annotate
 from .compiler import types as T
 
 HELP = """\
@@ -42,16 +43,11 @@ class UsageError(Exception):
 
 
 def parse_type(text: str):
-    text = text.strip()
     try:
-        if text.endswith("]") and "[" in text:
-            name, dims = text[:-1].split("[", 1)
-            if dims.replace(":", "").replace(",", "").strip():
-                raise TypeError(text)
-            return T.Array(T.scalar(name.strip()), dims.count(":") or 1)
-        return T.scalar(text)
+        t = annotate.parse_text(text)
     except TypeError:
-        raise UsageError(f"unknown type {text!r}; a type is {TYPE_NAMES}") from None
+        raise UsageError(f"unknown type {text.strip()!r}; a type is {TYPE_NAMES}") from None
+    return t.type if isinstance(t, annotate.ArrayAnn) else t
 
 
 def parse_signatures(specs):
@@ -154,6 +150,10 @@ def kernel_types(k, given):
     out, guessed = [], []
     for pname in k.param_names:
         t = k.annotations.get(pname)
+        if isinstance(t, annotate.ArrayAnn):      # np.ndarray, npt.NDArray[...]: guessed
+            if t.type is None:
+                guessed.append(pname)
+            t = t.type or T.Array(t.elem or T.FLOAT64, t.ndim or guess_ndim(k.py_func, pname))
         if t is None and pname in k.defaults:
             try:
                 t = T.of_value(k.defaults[pname])

@@ -24,7 +24,7 @@ through the runtime's ``mapping.target``: data already present on the device
 (`pygomp.runtime.tasks`): on a device with a queue they are started at once and ordered
 by its events; on every device the kernel is built and the arguments checked at the
 call, so such errors raise there.  A kernel that returns a scalar returns it from the
-call.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
+call; one that returns a tuple of scalars, a tuple of numpy scalars.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
 (0: the device's choice).  ``kernel.py_func`` is the plain Python function (it runs
 sequentially, for debugging).  Arrays must be C-contiguous.  The kernel language is
 described in `pygomp.compiler.frontend` and `pygomp.compiler.lang`.
@@ -187,8 +187,9 @@ class Spec:
         self.name = (f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
                      + ("" if self.wraparound else "__nw"))
         # annotations win over the scalar types of a call, as in the compiler
-        self.argtypes = [kernel.annotations.get(pname, t) if isinstance(t, T.Scalar) else t
-                         for pname, t in zip(kernel.param_names, argtypes)]
+        anns = [kernel.annotations.get(pname) for pname in kernel.param_names]
+        self.argtypes = [a if isinstance(t, T.Scalar) and isinstance(a, T.Scalar) else t
+                         for a, t in zip(anns, argtypes)]
         self._ir = None
         self._params = self._ret = None         # known once compiled or loaded
         self._written = None
@@ -252,6 +253,12 @@ class Spec:
         """The dtype of the kernel's result, None if it returns nothing."""
         from .compiler import types as T
         return None if isinstance(self.ret, T.Void) else self.ret.dtype
+
+    @property
+    def rets(self):
+        """The dtypes of the tuple the kernel returns (its last parameters are arrays of
+        one element, one per value: see `compiler.forms.Tuples`), else ()."""
+        return tuple(t.elem.dtype for c, t in self.params if c.startswith("pyg_ret"))
 
     def unit(self, dialect):
         """The kernel's source in ``dialect`` (the compiler runs)."""
@@ -327,6 +334,11 @@ class Spec:
                 how &= ~kinds.FLAG_FROM
             add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
+        for dtype in self.rets:         # a returned tuple's values, fresh per call
+            out = np.zeros(1, dtype)
+            add(_Item(out.ctypes.data, out.nbytes, kinds.TOFROM, out,
+                      f"{self.kernel.__name__}: its result"))
+            add(_Item(1, 0, _FPI, None))
         if self.checked:                # a fresh record per call, then its extent
             from .compiler import boundscheck as BC
             record = np.zeros(BC.WORDS, np.int64)
@@ -339,6 +351,11 @@ class Spec:
     def record(items):
         """The record among a checked call's items (before a result is added)."""
         return items[-2].obj
+
+    def tuple_of(self, items):
+        """The tuple a kernel returning one left in a call's items: numpy scalars."""
+        end = len(items) - 2 * self.checked
+        return tuple(items[k].obj[0] for k in range(end - 2 * len(self.rets), end, 2))
 
     def check(self, dev, record):
         """The IndexError a checked run left in its record, raised."""
@@ -447,8 +464,7 @@ class Kernel:
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
                  device=None, nowait=False, depend=None, boundscheck=None, wraparound=True):
-        from .compiler import precheck
-        from .compiler import types as T
+        from .compiler import annotate, precheck
         from .compiler.lang import DeclareTarget
         if isinstance(fn, (Kernel, DeclareTarget)):
             fn = fn.py_func
@@ -464,14 +480,7 @@ class Kernel:
         self.param_names = list(sig.parameters)
         self.defaults = {p.name: p.default for p in sig.parameters.values()
                          if p.default is not inspect.Parameter.empty}
-        self.annotations = {}
-        for p in sig.parameters.values():
-            ann = p.annotation
-            if ann is not inspect.Parameter.empty and ann is not np.ndarray:
-                try:
-                    self.annotations[p.name] = T.scalar(ann)
-                except TypeError:
-                    pass
+        self.annotations = annotate.of_function(fn)     # Scalar or ArrayAnn
         self.kinds = {}
         for name, spec in (map or {}).items():
             if name not in self.param_names:
@@ -543,19 +552,17 @@ class Kernel:
         return s
 
     def argtypes(self, args):
+        """The types of a call's arguments, as the annotations fix or check them."""
+        from .compiler import annotate
         from .compiler import types as T
         if len(args) != len(self.param_names):
             raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments, "
                             f"{len(args)} given")
         out = []
         for name, a in zip(self.param_names, args):
-            if isinstance(a, DeviceArray):
-                out.append(T.Array(T.scalar(a.dtype), a.ndim))
-                continue
-            t = T.of_value(a)
-            if isinstance(t, T.Scalar) and name in self.annotations:
-                t = self.annotations[name]
-            out.append(t)
+            t = T.Array(T.scalar(a.dtype), a.ndim) if isinstance(a, DeviceArray) \
+                else T.of_value(a)
+            out.append(annotate.check(self.__name__, name, self.annotations.get(name), t))
         return out
 
     def specialize(self, *types, boundscheck=False) -> Spec:
@@ -635,11 +642,11 @@ class Kernel:
                     return r.run(values)
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
-        if s.checked:                   # a record of its own: never repeated
-            record = s.record(items)
+        if s.checked or s.rets:         # a record or results of its own: never repeated
             out = r.run([items[i].addr for i in r.call.slots])
-            s.check(dev, record)
-            return out
+            if s.checked:
+                s.check(dev, s.record(items))
+            return s.tuple_of(items) if s.rets else out
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
                for pos, _, _ in r.arrays):
             s.repeats[dev] = r
@@ -659,6 +666,8 @@ class Kernel:
             mapping.end(region, copy_back=ok)
             if ok and record is not None:
                 s.check(dev, record)
+            if s.rets:
+                return s.tuple_of(items)
             return None if out is None else out[0].item()
         return event, finish, not region.created
 

@@ -54,6 +54,34 @@ def test_events_of_a_c_program_in_order_with_their_fields(tmp_path, devices):
     _passed(_run([_build(tmp_path, HERE / "acc_prof.c")], PYGOMP_DEVICES=devices))
 
 
+def test_gomp_debug_traces_registration(tmp_path):
+    """GOMP_DEBUG=1: libgomp's lines for each acc_prof_register/unregister request (what
+    it did: counted, toggled, ...) and acc_prof_lookup."""
+    done = _run([_build(tmp_path, HERE / "acc_prof.c")], PYGOMP_DEVICES="host", GOMP_DEBUG="1")
+    _passed(done)
+    call = r"acc_prof_{}: ev={}, cb={}, reg={}\n"
+    a = re.search(call.format("register", 16, "(0x[0-9a-f]+)", 0) + "  prepending\n" +
+                  call.format("register", 16, r"\1", 0) +
+                  "  already registered; incrementing reference count to: 2\n" +
+                  call.format("unregister", 16, r"\1", 0) +
+                  "  decrementing reference count to: 1\n", done.stderr)
+    assert a, done.stderr
+    a = re.escape(a.group(1))
+    for lines in ([("unregister", 16, a, 1, "  disabling")],
+                  [("register", 16, a, 1, "  enabling"),
+                   ("unregister", 16, r"\(nil\)", 1, "  globally disabling callbacks")],
+                  [("register", 16, r"\(nil\)", 1, "  globally enabling callbacks"),
+                   ("unregister", 0, r"\(nil\)", 2, "  thread: disabling callbacks")],
+                  [("register", 0, r"\(nil\)", 2, "  thread: enabling callbacks")]):
+        assert re.search("".join(call.format(*c[:4]) + c[4] + "\n" for c in lines),
+                         done.stderr), lines
+    assert re.search(call.format("register", 16, "0x[0-9a-f]+", 0) + "  appending\n",
+                     done.stderr)
+    assert "\nacc_prof_lookup (anything)\n" in done.stderr
+    assert "acc_prof_register" not in _run([_build(tmp_path, HERE / "acc_prof.c")],
+                                           PYGOMP_DEVICES="host").stderr
+
+
 @pytest.fixture(scope="module")
 def proflib(tmp_path_factory):
     out = tmp_path_factory.mktemp("proflib")
@@ -77,6 +105,15 @@ def test_acc_proflib_loads_a_library_and_calls_its_acc_register_library(proflib)
                      "proflib: event 16", "proflib: event 17",      # compute construct
                      "proflib: event 16", "proflib: event 17", "proflib: 2 compute constructs"]
     assert "proflib: event 1 device type 1" in done.stderr        # acc_device_default
+
+
+def test_gomp_debug_traces_loading_a_library(proflib):
+    lib, exe = proflib
+    done = _run([exe], ACC_PROFLIB=lib, GOMP_DEBUG="1")
+    _passed(done)
+    assert (f'goacc_profiling_initialize: dlopen ("{lib}")\n'
+            f"  goacc_profiling_initialize: calling {lib}:acc_register_library\n"
+            ) in done.stderr
 
 
 def test_acc_proflib_lists_libraries_and_reports_one_it_cannot_load(proflib, tmp_path):

@@ -200,11 +200,14 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
     unit = kernel.spec(tuple(args)).unit(target.HOOKS)
     f, spec = lib[unit.entry]
     info = unit.kernels[0]
-    words, keep = [], []
+    words, keep, rets = [], [], []
     it = iter(args)
     for name, t, role in arg_words(unit.fn):
         if role == "array":
-            a = next(it)
+            a = next(it, None)
+            if name.startswith("pyg_ret"):          # a tuple's value (forms.Tuples)
+                a = np.zeros(1, t.elem.dtype)
+                rets.append(a)
             words.append(a.ctypes.data)
             shape = list(a.shape)
         elif role == "shape":
@@ -238,6 +241,8 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
         order = rng.permutation(gx).astype(np.uint32)
         stuck = f[e](w.ctypes.data, gx, bx, by, order.ctypes.data)
         assert not stuck, f"{kernel}: a barrier was not reached by every thread of a block"
+    if rets:
+        return tuple(r[0] for r in rets)
     return keep[0][0] if keep else None
 
 

@@ -731,16 +731,60 @@ def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     # unmapped by another construct while the kernel runs: the call's own count keeps
     # the entry, and its end copies back (tofrom) and removes it
     target_enter_data(DEV, to=a)
-    run = plugin._run_impl
+    launcher = plugin.launcher
 
     def exit_meanwhile(*args):
-        target_exit_data(DEV, from_=a)
-        assert count(dev, a) == 1
-        return run(*args)
-    monkeypatch.setattr(plugin, "_run_impl", exit_meanwhile)
+        prepare, start = launcher(*args)
+
+        def exit_then_start(words):
+            target_exit_data(DEV, from_=a)
+            assert count(dev, a) == 1
+            start(words)
+        return prepare, exit_then_start
+    monkeypatch.setattr(plugin, "launcher", exit_meanwhile)
     call.run([word(2.0)])
     assert not omp_target_is_present(a, DEV) and plugin.live == {}
     np.testing.assert_array_equal(a, np.arange(10.0) * 12)
+
+
+def test_a_prepared_call_makes_small_absent_items_each_time(dev, plugin, table,
+                                                            monkeypatch):
+    a = np.arange(10.0)
+    call = calls.Call(dev, table.symbols["scale"],
+                      [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
+                       Item(0, 0, kinds.FIRSTPRIVATE_INT)], slots=[2])
+    call.run([word(2.0)])                       # loads the image: through `target`
+    call.run([word(2.0)])
+    assert call.made == [0] and call.fresh()    # its own entry came and went
+    np.testing.assert_array_equal(a, np.arange(10.0) * 4)
+    assert user_entries(dev) == [] and plugin.live == {}
+    a[:] = 1.0                                  # copied in anew at the next call
+    call.run([word(3.0)])
+    np.testing.assert_array_equal(a, np.full(10, 3.0))
+    assert call.fresh() and user_entries(dev) == []
+    # another construct maps it while the kernel runs: the count keeps the entry, and
+    # nothing is copied back until that construct lets go
+    target_enter_data(DEV, to=np.zeros(2))      # the map changes: looked up again
+    launcher = plugin.launcher
+
+    def enter_meanwhile(*args):
+        prepare, start = launcher(*args)
+
+        def enter_then_start(words):
+            target_enter_data(DEV, alloc=a)
+            assert count(dev, a) == 2
+            start(words)
+        return prepare, enter_then_start
+    monkeypatch.setattr(plugin, "launcher", enter_meanwhile)
+    call.run([word(2.0)])
+    assert count(dev, a) == 1 and not call.fresh()
+    np.testing.assert_array_equal(a, np.full(10, 3.0))
+    target_exit_data(DEV, from_=a)
+    np.testing.assert_array_equal(a, np.full(10, 6.0))
+    assert not omp_target_is_present(a, DEV)
+    for e in user_entries(dev):
+        mapping.exit_data(dev, [Item(e.host_start, e.host_end - e.host_start,
+                                     kinds.DELETE)])
 
 
 def test_a_prepared_call_is_fresh_while_the_map_and_devices_stay(dev, plugin, table):

@@ -41,9 +41,9 @@ def k_complex(x):
         x[i] = complex(1.0, 2.0)  # MARK
 
 
-def k_where(x):
+def k_cumsum(x):
     for i in omp.parallel_range(x.shape[0]):
-        x[i] = np.where(x[i] > 0, 1.0, 2.0)  # MARK
+        x[i] = np.cumsum(x[i])  # MARK
 
 
 def k_class(x):
@@ -84,12 +84,12 @@ V, M = np.zeros(4), np.zeros((4, 4))
 CASES = [
     (k_complex, (V,), "a complex128 value cannot become float64: take its .real, .imag "
                       "or abs()"),
-    (k_where, (V,), "np.where is not supported in kernels (yet)"),
+    (k_cumsum, (V,), "np.cumsum is not supported in kernels (yet)"),
     (k_class, (V,), "Foo is a class: kernels cannot create objects"),
     (k_yield, (V,), "yield is not supported in kernels"),
     (k_rank_2_for_1, (M, V), "x[i] is not a scalar: x has 2 dimensions and x[i] gives "
-                             "1 index (array arithmetic is not supported in kernels; loop "
-                             "over elements)"),
+                             "1 index (array arithmetic needs a sub-array to store into: "
+                             "out[:] = ...)"),
     (k_unpack_2, (V,), "x has 1 dimension and the kernel unpacks 2 from its shape"),
     (k_index_2, (V,), "x has 1 dimension and the kernel indexes it with 2"),
     (k_avg, (V,), "bad reduction 'avg:s': 'avg' is not a reduction operator; the "
@@ -119,8 +119,7 @@ def k_break(x):
 
 def k_lambda(x):
     for i in omp.parallel_range(x.shape[0]):
-        f = lambda v: v  # MARK  # noqa: E731
-        x[i] = f(1.0)
+        x[i] = max(lambda v: v, 1.0)  # MARK
 
 
 def k_reduction_text(x):

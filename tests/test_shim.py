@@ -30,7 +30,7 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c", "legacy.c", "empty_region.c"]
+            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c"]
 TIMEOUT = 180
 
 
@@ -91,9 +91,11 @@ def _runs(lib, exes):
     clean = {"PATH": "/usr/bin:/bin", "PYGOMP_DEVICES": "host", "LD_PRELOAD": lib}
     runs = {
         "maps": ([exes["maps.c"]], _env(**pre)),
+        "maps-debug": ([exes["maps.c"]], _env(GOMP_DEBUG="1", **pre)),
         "tasks": ([exes["tasks.c"]], _env(**pre)),
         "threads": ([exes["threads.c"]], _env(**pre)),
         "references": ([exes["references.cc"]], _env(**pre)),
+        "repeat": ([exes["repeat.c"]], _env(**pre)),        # prepared regions in loops
         "linked": ([exes["maps-linked"]], _env()),
         "clean-env": ([exes["maps.c"]], clean),
         "interop": ([sys.executable, str(HERE / "interop.py"), exes["libinterop.so"]], _env()),
@@ -106,6 +108,8 @@ def _runs(lib, exes):
         runs[mode] = ([exes["errors.c"], mode], _env(**pre))
     runs["attach_skipped"] = ([exes["errors.c"], "attach_skipped"], _env(PYGOMP_INFO="1", **pre))
     runs["legacy"] = ([exes["legacy.c"]], _env(**pre))
+    for mode in ("table", "forget"):
+        runs[f"legacy-{mode}"] = ([exes["legacy.c"], mode], _env(**pre))
     runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
     trace = os.path.join(os.path.dirname(exes["empty_region.c"]), "trace.json")
     runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
@@ -150,7 +154,7 @@ def _passed(done):
     assert "check failed" not in done.stderr
 
 
-@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references"])
+@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references", "repeat"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
 
@@ -185,6 +189,28 @@ def test_older_compilers_and_fortran_entry_points(runs):
     such binaries call them, map on the host device; omp_pause_resource(_all) and
     Fortran's omp_*_ names answer for pygomp's devices (libgomp's own would not)."""
     _passed(runs["legacy"])
+
+
+def test_gomp_debug_traces_an_openmp_attach(runs):
+    """GOMP_DEBUG=1: libgomp's line for the pointer a struct's array section attaches
+    (its device copy, in the struct's, gets the section's device address)."""
+    done = runs["maps-debug"]
+    _passed(done)
+    m = re.search(r"^gomp_attach_pointer: attaching host (0x[0-9a-f]+), target (0x[0-9a-f]+) "
+                  r"\(struct base (0x[0-9a-f]+)\) to (0x[0-9a-f]+)$", done.stderr, re.M)
+    assert m, done.stderr
+    host, target, base, value = (int(x, 16) for x in m.groups())
+    assert 0 <= target - base < 64 and value not in (0, host)
+    assert "gomp_attach_pointer" not in runs["maps"].stderr
+
+
+def test_unversioned_offload_registration(runs):
+    """GCC 5's and 6's GOMP_offload_register(_unregister): a table of pygomp's type goes
+    to the runtime when it starts (this one is not pygomp's: the error names it), and
+    one unregistered before that never does."""
+    done = runs["legacy-table"]
+    _fatal(done, re.escape(f"the offload table at {done.stdout.split()[0]} is not pygomp's"))
+    _passed(runs["legacy-forget"])
 
 
 @pytest.mark.parametrize("where", ["host", "initial", "opencl"])

@@ -45,6 +45,7 @@ def runs(tmp_path_factory):
     todo = {name: ([exes[f"{name}.c"]], _env(**pre))
             for name in ("acc_maps", "acc_routines", "acc_async", "acc_declare")}
     todo["acc_maps-debug"] = ([exes["acc_maps.c"]], _env(GOMP_DEBUG="1", **pre))
+    todo["acc_routines-debug"] = ([exes["acc_routines.c"]], _env(GOMP_DEBUG="1", **pre))
     todo["acc_declare-map"] = ([exes["acc_declare.c"], "map"], _env(**pre))
     todo["acc_maps-initial"] = ([exes["acc_maps.c"]], _env(ACC_DEVICE_TYPE="host", **pre))
     todo["acc_maps-libgomp"] = ([exes["acc_maps.c"]], _env())
@@ -80,6 +81,21 @@ def test_gomp_debug_traces_the_constructs(runs):
     assert "  GOACC_data_end: restore mappings\n  GOACC_data_end: mappings restored\n" \
         in done.stderr
     assert "mapnum=" not in runs["acc_maps"].stderr
+
+
+def test_gomp_debug_traces_attach_and_detach(runs):
+    """GOMP_DEBUG=1: libgomp's lines for a pointer attached twice and detached twice
+    (acc_attach, acc_detach, acc_detach_finalize), with the program's addresses."""
+    done = runs["acc_routines-debug"]
+    _passed(done)
+    ptr, slot, base, x_d = re.search(r"attach (\S+) (\S+) (\S+) (\S+)", done.stdout).groups()
+    x = re.search(r"detach (\S+)", done.stdout).group(1)
+    where = f"host {ptr}, target {slot} (struct base {base})"
+    assert (f"gomp_attach_pointer: attaching {where} to {x_d}\n"
+            f"gomp_attach_pointer: attach count for {ptr} -> 2\n") in done.stderr
+    assert f"gomp_detach_pointer: attach count for {ptr} -> 1\n" in done.stderr
+    assert f"gomp_detach_pointer: detaching {where} to {x}\n" in done.stderr
+    assert "gomp_attach_pointer" not in runs["acc_routines"].stderr
 
 
 def test_a_declared_variable_s_device_address_is_taken(runs):

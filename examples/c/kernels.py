@@ -19,7 +19,7 @@ def saxpy(a: np.float32, x: "float32[:]", y: "float32[:]"):
 
 @omp.target(map={"x": "to", "y": "to"})
 def dot(x: "float32[:]", y: "float32[:]"):
-    s = 0.0
+    s = np.float64(0.0)         # a float64 sum (0.0 alone would be float32: NEP 50)
     for i in omp.parallel_range(x.shape[0], reduction="+:s"):
         s += x[i] * y[i]
     return s

@@ -52,6 +52,9 @@ RING = 16                   # at most this many staging buffers per device
 DIRECT = 1 << 20            # smaller copies to the host skip the staging buffers
 THREADS = 256               # default threads per block
 _tls = threading.local()    # the device this thread last made current
+CudaHandles = collections.namedtuple("CudaHandles", "device context stream")
+CudaHandles.__doc__ = """OpenACC's CUDA interop of a device: the address of its CUdevice
+(a C int), its CUcontext and the CUstream its copies and launches go on."""
 
 
 def _cupy():
@@ -100,6 +103,7 @@ class _Device:
         self.images = {}                       # id(image) -> ([fn addrs], [var addrs])
         self.staging = _Staging()
         self.stacks = None                     # GCC's OpenMP soft stacks (gcc.py)
+        self.cu_device = ctypes.c_int(ordinal)  # acc_get_current_cuda_device's CUdevice
 
 
 class _Kernel(Kernel):
@@ -403,6 +407,13 @@ class CudaPlugin(Plugin):
             if current.ptr not in (0, d.stream.ptr):
                 d.stream.wait_event(current.record())
         return DeviceArray(arr.data.ptr, arr.dtype, arr.shape, arr)
+
+    def cuda_handles(self, dev) -> CudaHandles:
+        """acc_get_current_cuda_device/_context and acc_get_cuda_stream's answers."""
+        d = self._device(dev)
+        with _On(d.ordinal):
+            context = cupy.cuda.driver.ctxGetCurrent()
+        return CudaHandles(ctypes.addressof(d.cu_device), int(context), d.stream.ptr)
 
     def cupy_stream(self, dev):
         """The CuPy stream a device's copies and kernels go on (``with

@@ -14,29 +14,19 @@ import shutil
 import tempfile
 import types
 
-import _cffi_backend
-
 from pygomp.errors import CompileError, compiler_error
 from pygomp.runtime import cache, hostmem
+from pygomp.runtime.hostmem import c_function as _c_function, ffi as _ffi
 from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
           "-fno-math-errno", "-std=gnu11"]
 
-# cffi's C backend, the FFI that cffi's precompiled ABI modules use: it parses C types
-# itself, so loading the plugin does not import cffi's C parser (tens of ms at start-up).
-_ffi = _cffi_backend.FFI()
-_C = ctypes.CDLL(None)
-
-
-def _c_function(name, ctype):
-    return _ffi.cast(ctype, ctypes.cast(getattr(_C, name), ctypes.c_void_p).value)
-
-
 _libc = types.SimpleNamespace(
     calloc=_c_function("calloc", "void *(*)(size_t, size_t)"),
     free=_c_function("free", "void (*)(void *)"),
     memcpy=_c_function("memcpy", "void *(*)(void *, const void *, size_t)"),
+    copy=_c_function("memcpy", "uintptr_t (*)(uintptr_t, uintptr_t, size_t)"),   # addresses
     dlopen=_c_function("dlopen", "void *(*)(const char *, int)"),
     dlsym=_c_function("dlsym", "void *(*)(void *, const char *)"),
     dlclose=_c_function("dlclose", "int (*)(void *)"),
@@ -99,6 +89,20 @@ class _Kernel(Kernel):
         self.spare.append(run[0])
         return DONE
 
+    def launcher(self, launch):
+        """`_start_impl`, `_launch_impl` and `_end_impl` of a kernel without scratch or
+        program: the words in an array of their own, which the entries only read."""
+        entries, plan = self.entries, self.plan(launch)[1]
+
+        def start(array):
+            for entry in entries:
+                entry(array, plan)
+        return _words_array, start
+
+
+def _words_array(words):
+    return _ffi.new("uint64_t[]", words or [0])
+
 
 class HostPlugin(Plugin):
     name = "host"
@@ -124,6 +128,13 @@ class HostPlugin(Plugin):
 
     def _compile_impl(self, dev, unit):
         return compile_c(unit.source, ", ".join(k.name for k in unit.kernels))
+
+    def launcher(self, dev, fn, launch, nwords):
+        k = self._kernels.get(fn)
+        if k is None or k.exclusive or k.info.program \
+                or nwords != len(k.info.args) or not 0 <= dev < len(self.devices()):
+            return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
+        return k.launcher(launch)
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):
@@ -172,7 +183,7 @@ class HostPlugin(Plugin):
         hostmem.free(addr)
 
     def _host2dev_impl(self, dev, dst, src, size):
-        _libc.memcpy(_ffi.cast("void *", dst), _ffi.cast("void *", src), size)
+        _libc.copy(dst, src, size)
 
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
 
@@ -202,12 +213,18 @@ _ids = {}
 def _machine_id():
     """CPU model and flags (the code is built with -march=native)."""
     if "machine" not in _ids:
-        cpu = ""
+        lines, size = [], 0
         try:
             with open("/proc/cpuinfo") as f:
-                cpu = "".join(l for l in f if l.startswith(("model name", "flags")))[:4096]
+                for line in f:          # up to 4096 characters: the rest is not read
+                    if line.startswith(("model name", "flags")):
+                        lines.append(line)
+                        size += len(line)
+                        if size >= 4096:
+                            break
         except OSError:
             pass
+        cpu = "".join(lines)[:4096]
         ident = f"{os.uname().machine}|{cpu}"
         _ids["machine"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return _ids["machine"]

@@ -6,7 +6,8 @@ A partitioned loop gives each participant a contiguous block of iterations on CP
 or nested loops runs the same number of rounds in every work-item (an ``active`` flag
 guards the tail), so every barrier is reached by the whole group; a sequential ``for``
 or ``while`` around barriers in it runs as many rounds as the group's longest (a
-group-wide maximum of the trip counts, or of "still running" each round).
+group-wide maximum of the trip counts, or of "still running" each round; none for a
+``for`` whose bounds are the same in every work-item of the group, see `varying`).
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
 all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
@@ -177,7 +178,9 @@ class LoopLowering:
 
     def _group_for(self, em, s, act):
         """A sequential ``for`` around barriers: its trip count may differ between the
-        work-items, so it runs the group's largest, the variable and body guarded."""
+        work-items, so it runs the group's largest, the variable and body guarded.
+        Where every work-item runs it with bounds of the same values (`varying`), its
+        own trip count is the group's: no group-wide maximum (two barriers)."""
         u = em.uid()
         start, stop, step = (f"pyg_f{u}_{x}" for x in ("start", "stop", "step"))
         for name, e in ((start, s.start), (stop, s.stop), (step, s.step)):
@@ -186,8 +189,14 @@ class LoopLowering:
         em.line(f"const long {mine} = {step} > 0 ? ({stop} > {start} ? ({stop} - {start} + "
                 f"{step} - 1) / {step} : 0) : {step} < 0 ? ({stop} < {start} ? ({start} - "
                 f"{stop} - {step} - 1) / (-{step}) : 0) : 0;")
-        em.line(f"long pyg_most{u};")
-        self._group_max(em, mine, f"pyg_most{u}")
+        st = em.state
+        if st.varying is None:
+            st.varying = varying([e.body for e in st.plan.entries])
+        if act == "1" and not any(_varies(e, st.varying) for e in (s.start, s.stop, s.step)):
+            em.line(f"const long pyg_most{u} = {mine};")
+        else:
+            em.line(f"long pyg_most{u};")
+            self._group_max(em, mine, f"pyg_most{u}")
         brk, cnt, body = self._jump_flags(em, s.body, u)
         b = self.type_name(T.BOOL)
         if brk:
@@ -311,3 +320,62 @@ def tree_words(fn) -> int:
         if isinstance(n, (ir.For, ir.While)) and syncs(n.body):
             tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
     return tree
+
+
+UNIFORM_BUILTINS = {"gang_id", "num_gangs", "num_workers", "vector_length"}
+
+
+def varying(bodies):
+    """The names whose values may differ between the work-items of one group in these
+    entry bodies (every name, where a jump or an early return could leave some
+    work-items behind).  A name is the same in the whole group where every assignment
+    to it is made by every work-item (outside worker and vector loops, under conditions
+    and loop bounds that are the same) from values that are."""
+    last = {id(b[-1]) for b in bodies if b}
+    nodes = list(ir.walk(bodies))
+    if any(isinstance(n, (ir.Break, ir.Continue)) or isinstance(n, ir.Return)
+           and id(n) not in last for n in nodes):
+        return {n.name for n in nodes if isinstance(n, ir.Var)}
+    out = set()
+
+    def visit(stmts, same):
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                if isinstance(s.target, ir.Var) and (not same or _varies(s.value, out)):
+                    out.add(s.target.name)
+            elif isinstance(s, ir.If):
+                c = same and not _varies(s.cond, out)
+                visit(s.body, c)
+                visit(s.orelse, c)
+            elif isinstance(s, ir.While):
+                visit(s.body, same and not _varies(s.cond, out))
+            elif isinstance(s, ir.For):
+                c = same and not any(_varies(e, out) for e in (s.start, s.stop, s.step))
+                if not c:
+                    out.add(s.var)
+                visit(s.body, c)
+            elif isinstance(s, ir.ParLoop):
+                c = same and s.levels == ("gang",) and not any(
+                    _varies(e, out) for d in s.dims for e in (d.start, d.stop, d.step))
+                if not c:
+                    out.update(d.var for d in s.dims)
+                out.update(x for r in s.setup + s.init + s.fini + s.teardown  # reductions
+                           for x in (r.outer, r.local))
+                visit(s.body, c)
+    while True:
+        n = len(out)
+        for b in bodies:
+            visit(b, True)
+        if len(out) == n:
+            return out
+
+
+def _varies(e, varying) -> bool:
+    """Whether expression ``e`` may have different values in the work-items of a group:
+    it reads memory, a helper's result, a work-item's id or a varying name."""
+    for n in ir.walk(e):
+        if isinstance(n, (ir.Index, ir.View, ir.HelperCall, ir.Atomic)) or \
+                isinstance(n, ir.Builtin) and n.name not in UNIFORM_BUILTINS or \
+                isinstance(n, ir.Var) and n.name in varying:
+            return True
+    return False

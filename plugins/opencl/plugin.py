@@ -27,7 +27,8 @@ workers)`` and global size ``(vector, workers * gangs)``: a gang is a work-group
 Levels left 0 get device defaults and a local size above the kernel's limit is shrunk
 (`Kernel.geometry`), so kernels read the geometry back with
 ``get_local_size``/``get_num_groups`` and guard their tails.  The in-order queue runs
-each launch of a kernel to its end before the next.  The entries keep their arguments
+each launch of a kernel to its end before the next; a kernel whose program loops is
+enqueued by the C launcher (`launch`) in one call.  The entries keep their arguments
 between runs: they are set again when the words, the launch or the buffers (a free
 since) change.
 """
@@ -39,9 +40,11 @@ import hashlib
 import os
 
 from pygomp.runtime import hostmem
-from pygomp.runtime.plugin import DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin, PluginError
+from pygomp.runtime.plugin import (DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin,
+                                   PluginError, program)
 
 from . import build as _build
+from . import launch as _launch
 from .memory import AddressSpace
 
 cl = None            # pyopencl, once imported
@@ -74,7 +77,7 @@ class _Kernel(Kernel):
         self.max_group = min(self.props["max_work_group_size"], *(
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
             for k in self.entries))
-        self.last_words = self.last_plan = self.last_frees = None    # see _start_impl
+        self.last_words = self.last_plan = self.last_frees = None    # see _run
         self.held = None                 # what the entries are set to (see _set_args)
         dtypes, self.masks = [], []
         for c in info.args:
@@ -101,12 +104,57 @@ class _Kernel(Kernel):
         return self.props["default_gangs"]
 
     def _plan_impl(self, launch):
-        """The gangs, and per entry its cl.Kernel, sizes and team-local tree memory."""
+        """The gangs, per entry its cl.Kernel, sizes and team-local tree memory, and
+        for a program the C launcher's copy of them (None without a launcher)."""
         gangs, sizes = self.geometry(launch)
         tree = self.info.tree_bytes
-        return gangs, [(entry, (local[0], local[1] * n), local,
-                        cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
-                       for entry, (n, local) in zip(self.entries, sizes)]
+        steps = [(entry, (local[0], local[1] * n), local,
+                  cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
+                 for entry, (n, local) in zip(self.entries, sizes)]
+        prepared = None
+        if self.info.program and self.info.has_scratch and _launch.launcher():
+            prepared = _launch.Prepared(steps, self.info.program)
+        return gangs, steps, prepared
+
+    def _run(self, args, plan, wait_for):
+        """Set the arguments if they changed, then enqueue the entries: a program in one
+        call of the C launcher where there is one (`launch`), else one pyopencl enqueue
+        per launch; the first waits for ``wait_for``."""
+        gangs, steps, prepared = plan
+        info, queue = self.info, self.d.queue
+        scratch = self.grow("scratch", info.scratch_size(gangs)) if info.has_scratch \
+            else None
+        frees = self.plugin._frees
+        if args != self.last_words or plan is not self.last_plan or frees != self.last_frees:
+            self._set_args(args, steps, scratch)
+            self.last_words, self.last_plan, self.last_frees = list(args), plan, frees
+        waits = None
+        for e in wait_for:          # events of other plugins are waited for here
+            if isinstance(e, cl.Event):
+                waits = (waits or []) + [e]
+            else:
+                e.wait()
+        if prepared is not None:
+            event = _launch.run(queue, prepared, scratch, waits)
+            return cl.Event.from_int_ptr(event, retain=False) if event else DONE
+
+        def read(w):                # after the launches so far
+            nonlocal waits
+            got, waits = self._read((queue, scratch, waits), w), None
+            return got
+        event = DONE
+        for entry in program(info.program, read) if info.program else range(len(steps)):
+            kernel, gsize, local, _ = steps[entry]
+            event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
+            waits = None
+        return event
+
+    def _word_impl(self, run, word):
+        queue, scratch, waits = run
+        out = _numpy().zeros(1, _numpy().int64)
+        cl.enqueue_copy(queue, out, scratch, src_offset=8 * word, wait_for=waits,
+                        is_blocking=True)
+        return int(out[0])
 
     def _scratch_impl(self, size, old, have):
         d = self.d
@@ -115,35 +163,6 @@ class _Kernel(Kernel):
         if have:
             cl.enqueue_copy(d.queue, buf, old, byte_count=have)
         return buf
-
-    def _start_impl(self, args, plan, scratch, wait_for):
-        frees = self.plugin._frees
-        if args != self.last_words or plan is not self.last_plan or frees != self.last_frees:
-            self._set_args(args, plan[1], scratch)
-            self.last_words, self.last_plan, self.last_frees = list(args), plan, frees
-        waits = None
-        for e in wait_for:          # events of other plugins are waited for here
-            if isinstance(e, cl.Event):
-                waits = (waits or []) + [e]
-            else:
-                e.wait()
-        return [plan[1], waits, None]   # the steps, what the next launch waits for, its event
-
-    def _launch_impl(self, run, entry):
-        kernel, gsize, local, _ = run[0][entry]
-        run[2] = cl.enqueue_nd_range_kernel(self.d.queue, kernel, gsize, local,
-                                            wait_for=run[1])
-        run[1] = None
-
-    def _word_impl(self, run, word):
-        out = _numpy().zeros(1, _numpy().int64)
-        cl.enqueue_copy(self.d.queue, out, self.buffers["scratch"][0], src_offset=8 * word,
-                        wait_for=run[1], is_blocking=True)
-        run[1] = None
-        return int(out[0])
-
-    def _end_impl(self, run):
-        return DONE if run[2] is None else run[2]
 
     def _set_args(self, args, steps, scratch):
         """Each entry's arguments for these words: buffers and offsets for addresses,

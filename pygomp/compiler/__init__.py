@@ -3,6 +3,8 @@
     frontend.py    ast -> IR through a whitelist visitor (errors: `pygomp.errors`); the C semantics
     statements.py  the visitor's statements;  loops.py  its for loops and clauses
     expressions.py its expressions;  calls.py  its calls (math, min/max/abs, helpers)
+    forms.py       forms rewritten into those: enumerate/zip, tuple returns, nested def
+    annotate.py    parameter annotations (one parser for kernels, build and the CLI)
     types.py       scalar and array types (arrays carry their address space)
     complexes.py   complex64/complex128: front-end rules and their C text per dialect
     ir.py          the typed IR, with Python lines

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from . import complexes, ir, lang
+from . import complexes, ir, lang, precheck
 from . import types as T
 from .expressions import _UNSET, _i, _result_type
 
@@ -52,11 +52,16 @@ class Calls:
 
     def expr_Call(self, node):
         f = node.func
+        if isinstance(f, ast.Lambda):
+            raise self.error(node, precheck.LAMBDA)
         if isinstance(f, ast.Attribute) and f.attr == "conjugate" and not node.args \
                 and self.callee(f) is _UNSET:       # z.conjugate()
             z = self.expr(f.value)
             if isinstance(z.type, T.Scalar):
                 return complexes.call(self, "conj", [z], node)
+        made = self.array_call(node)        # numpy reductions, np.where (arrays.py)
+        if made is not None:
+            return made
         obj = self.callee(node.func)
         if obj is _UNSET:
             raise self.error(node, f"{ast.unparse(node.func)} is not a function a kernel can "
@@ -161,14 +166,22 @@ class Calls:
                                f"(complex: abs, np.conj, np.exp, np.sqrt, .real, .imag)")
 
     def helper_call(self, helper, node):
+        fn, args = self.helper(helper, node)
+        if fn.rets is not None:
+            raise self.error(node, f"{ast.unparse(node.func)} returns a tuple: unpack it "
+                                   f"(a, b = {ast.unparse(node)})")
+        return ir.HelperCall(fn, args, type=fn.ret)
+
+    def helper(self, helper, node):
+        """(the helper's specialization for the arguments of call ``node``, the
+        arguments in IR)."""
         args = [self.expr(a) for a in node.args]
-        types_ = []
-        for a in args:
-            if isinstance(a.type, T.Array):
-                types_.append(a.type)
-            else:
-                types_.append(a.type)
-        key = (helper, tuple(types_))
+        for name in getattr(helper, "free", ()):        # what a nested function reads
+            args.append(self.expr(ast.copy_location(ast.Name(id=name, ctx=ast.Load()),
+                                                    node)))
+        types_ = [a.type for a in args]
+        weak = tuple(a.weak for a in args)     # a Python scalar stays one in the helper
+        key = (helper, tuple(types_), weak)
         fn = self.registry.done.get(key)
         if fn is None:
             if key in self.registry.busy:
@@ -178,13 +191,16 @@ class Calls:
             try:
                 name = f"{helper.__name__}__{len(self.registry.order)}"
                 fe = type(self)(helper.py_func, types_, is_kernel=False,
-                                registry=self.registry, name=name)
+                                registry=self.registry, name=name,
+                                local=getattr(helper, "node", None) and helper)
+                for p, w in zip(fe.node.args.args, weak):
+                    fe.mark_weak(p.arg, w)
                 fn = fe.build()
             finally:
                 self.registry.busy.discard(key)
             self.registry.done[key] = fn
             self.registry.order.append(fn)
-        return ir.HelperCall(fn, args, type=fn.ret)
+        return fn, args
 
 
 def _hashable(obj):

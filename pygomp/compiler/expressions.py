@@ -110,7 +110,7 @@ class Expressions:
             return copy.deepcopy(self.arrays[name])
         found = self.resolve(name)
         if found is not None:
-            return ir.Var(found[0], type=self.vtypes[name])
+            return ir.Var(found[0], type=self.vtypes[name], weak=name in self.weakvars)
         if name in self.gone:
             raise self.error(node, f"{name!r} is private to the parallel loop at line "
                                    f"{self.gone[name]} and undefined after it")
@@ -208,32 +208,35 @@ class Expressions:
         root, prefix = (arr.array, arr.prefix) if isinstance(arr, ir.View) else (arr, [])
         t = root.type
         if any(isinstance(i, ast.Slice) for i in idx_nodes):
-            raise self.error(node, "slices are not supported in kernels; index every "
-                                   "dimension and loop")
+            raise self.error(node, f"{ast.unparse(node)}: kernels take slices in array "
+                                   f"assignments (v[1:] = ...) and numpy reductions "
+                                   f"(np.sum(x[1:])), not as values of their own")
         if len(prefix) + len(idx_nodes) > t.ndim:
             raise self.error(node, f"{ast.unparse(arr_node)} has "
                                    f"{dims(t.ndim - len(prefix))} and the kernel indexes "
                                    f"it with {len(idx_nodes)}")
         out = list(prefix)
         for i in idx_nodes:
-            k = len(out)
-            lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
-            wrap = self.registry.wraparound
-            if wrap and isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
-                out.append(ir.BinOp("+", self.shape(root, k), _i(lit), type=T.INT64))
-                continue
-            e = self.int_expr(i)
-            lo = self.lower_bound(e)
-            if wrap and (lo is None or lo < 0) and not self.nonnegative(e):
-                # numpy: a negative index counts from the end
-                e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
-                              ir.BinOp("+", copy.deepcopy(e), self.shape(root, k), type=T.INT64),
-                              copy.deepcopy(e), type=T.INT64)
-            out.append(e)
+            out.append(self.index(i, self.shape(root, len(out))))
         if len(out) == t.ndim:
             return ir.Index(root, out, type=t.elem, fixed=len(prefix))
         rest = T.Array(t.elem, t.ndim - len(out), t.space, t.shape[len(out):])
         return ir.View(root, out, type=rest)
+
+    def index(self, i, n):
+        """Index ``i`` of an axis of extent ``n`` (int64 IR): numpy counts a negative
+        one from the end (unless ``wraparound=False``)."""
+        lit = self.static(i) if isinstance(i, (ast.Constant, ast.UnaryOp)) else _UNSET
+        wrap = self.registry.wraparound
+        if wrap and isinstance(lit, int) and not isinstance(lit, bool) and lit < 0:
+            return ir.BinOp("+", n, _i(lit), type=T.INT64)
+        e = self.int_expr(i)
+        lo = self.lower_bound(e)
+        if wrap and (lo is None or lo < 0) and not self.nonnegative(e):
+            e = ir.Select(ir.Compare("<", e, _i(0), type=T.BOOL),
+                          ir.BinOp("+", copy.deepcopy(e), n, type=T.INT64),
+                          copy.deepcopy(e), type=T.INT64)
+        return e
 
     def nonnegative(self, e):
         """Whether `nonneg` proves ``e >= 0`` from the loops and assignments around it."""
@@ -287,8 +290,8 @@ class Expressions:
         for x, n in ((a, node.left), (b, node.right)):
             if not isinstance(x.type, T.Scalar):
                 raise self.error(n, f"{ast.unparse(n)} is not a scalar{self.rank_of(x, n)} "
-                                    f"(array arithmetic is not supported in kernels; loop "
-                                    f"over elements)")
+                                    f"(array arithmetic needs a sub-array to store into: "
+                                    f"out[:] = ...)")
         return self.binop(op, a, b, node)
 
     def binop(self, op, a, b, node):

@@ -17,7 +17,12 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
 - with ``@omp.target(wraparound=False)`` a negative index does not count from the end;
   otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
-  with float64 ``x`` makes ``s`` float64 from the start);
+  with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
+  scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
+  (NEP 50): it takes the type of the typed values it meets (``ax += dx[i]`` with float32
+  ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value, but not
+  a kernel's scalar argument: a Python float passed is float64 (``a * x[i]`` with
+  float32 ``x`` is float64 where numpy 2 gives float32; annotate ``a: np.float32``);
 - global scalars (module constants) are read once, when the kernel is compiled;
 - a complex np.exp or np.sqrt with an infinite or NaN part may differ from numpy's, whose
   special cases the kernels do not all follow (finite values agree).
@@ -32,16 +37,18 @@ first.  Read-only enclosing variables are shared.
 from __future__ import annotations
 
 import ast
-
-import numpy as np
+import copy
 
 from ..errors import CompileError  # noqa: F401  (compiler users catch it here)
-from . import ir, precheck, scoping
+from . import annotate, ir, precheck, scoping
 from . import types as T
+from .arrays import Arrays
 from .boundscheck import RECORD
 from .calls import MATH, Calls
-from .expressions import _UNSET, Expressions
+from .expressions import Expressions
+from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
+from .npcalls import NumpyCalls
 from .statements import Statements
 
 SUPPORTED = {
@@ -57,6 +64,7 @@ SUPPORTED = {
     ast.Continue: Statements.stmt_Continue,
     ast.Return: Statements.stmt_Return,
     ast.Pass: Statements.stmt_Pass,
+    ast.FunctionDef: Nested.stmt_FunctionDef,   # a nested def: a helper (forms.py)
     # expressions
     ast.Constant: Expressions.expr_Constant,
     ast.Name: Expressions.expr_Name,
@@ -106,11 +114,13 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
     return out
 
 
-class Frontend(Statements, Loops, Expressions, Calls):
+class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
+               NumpyCalls):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
-    loops.py, expressions.py and calls.py."""
+    loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
+    npcalls.py)."""
 
-    def __init__(self, fn, argtypes, is_kernel, registry, name):
+    def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
         self.is_kernel = is_kernel
         self.registry = registry
@@ -123,10 +133,17 @@ class Frontend(Statements, Loops, Expressions, Calls):
                     self.env[var] = cell.cell_contents
                 except ValueError:
                     pass
+        if local is not None:       # a function defined in fn (`forms.Local`)
+            self.node, self.env = local.node, dict(local.env)
+        self.base_env = self.env
+        self.locals, self.lambdas = {}, {}      # nested functions, kept across passes
         self.argtypes = list(argtypes)
         self.vtypes = {}            # variable type (widened across passes)
         self.fixed = {}             # annotated variables
+        self.weakvars = set()       # variables only Python scalars assigned (NEP 50)
+        self.strong = set()         # and those a typed value was assigned to
         self.ret = None
+        self.rets = None            # the types of a tuple returned (`forms.Tuples`)
 
     # -- errors and source ------------------------------------------------------------
     def line(self, node):
@@ -151,6 +168,7 @@ class Frontend(Statements, Loops, Expressions, Calls):
         raise self.error(self.node, "the variable types do not settle; add annotations")
 
     def _build_once(self):
+        self.env = dict(self.base_env)          # a nested function is known once defined
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
         self.arrays = {}            # python name -> its ArrayRef or View, visible now
@@ -163,12 +181,10 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.loopdepth = 0
         params = []
         for a, t in zip(self.node.args.args, self.argtypes):
-            ann = self.annotation(a)
-            if ann is not None and isinstance(t, T.Scalar):
-                t = ann
-            elif ann is not None and isinstance(t, T.Array):
-                raise self.error(a, f"parameter {a.arg!r} is annotated as a scalar "
-                                    f"{ann} but gets an array")
+            try:
+                t = annotate.check(self.fn.__name__, a.arg, self.annotation(a), t)
+            except TypeError as e:
+                raise self.error(a, str(e)) from None
             c = self.cname(a.arg)
             params.append((c, t))
             if isinstance(t, T.Array):
@@ -187,26 +203,31 @@ class Frontend(Statements, Loops, Expressions, Calls):
         self.defs = {}              # C name -> the value of a variable assigned once there
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies
+        self.pre = []               # statements to go before the current one (arrays.py)
+        self.elems = {}             # id of an array operand -> its element (arrays.py)
         body = self.block(self.node.body)
+        params += self.out_params()
         ret = self.ret or T.VOID
         fn = ir.Function(self.name, self.fn.__qualname__, params, body, ret,
                          self.scopes[0].decls, self.file, self.line(self.node), self.is_kernel)
         fn.helpers = list(self.registry.order) if self.is_kernel else []
+        fn.rets = self.rets
         fn.decl_lines = self.decl_lines
         fn.sizes = self.sizes
         fn.written = ir.stores(fn)
         return fn
 
     def annotation(self, a):
-        if a.annotation is None:
+        """The Scalar or `annotate.ArrayAnn` of a parameter's annotation, or None."""
+        node = a.annotation
+        if node is None:
             return None
-        v = self.static(a.annotation)
-        if v is _UNSET or v is np.ndarray:
-            return None
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            else ast.unparse(node)
         try:
-            return T.scalar(v)
-        except TypeError:
-            return None
+            return annotate.parse(text, self.env)
+        except TypeError as e:
+            raise self.error(a, f"parameter {a.arg!r}: {e}") from None
 
     def cname(self, name):
         return name + "_" if name in RESERVED or name.startswith("__") else name
@@ -215,6 +236,8 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def visit(self, node):
         """``node`` in IR, by the method `SUPPORTED` gives its kind; any other kind is
         refused here."""
+        if id(node) in self.elems:
+            return copy.deepcopy(self.elems[id(node)])
         method = SUPPORTED.get(type(node))
         if method is None:
             raise self.error(node, precheck.refusal(node))
@@ -223,15 +246,21 @@ class Frontend(Statements, Loops, Expressions, Calls):
     def block(self, stmts):
         out = []
         facts = dict(self.facts)        # what the block's assignments say ends with it
+        outer, self.pre = self.pre, []
         for s in stmts:
             r = self.visit(s)
-            if r is None:
-                continue
-            for x in (r if isinstance(r, list) else [r]):
+            pre, self.pre = self.pre, []    # the loops of its reductions and slices
+            if pre and isinstance(s, ast.While):
+                raise self.error(s, "a numpy reduction or slice in a while condition: "
+                                    "compute it into a variable before the loop and at "
+                                    "the end of its body")
+            r = pre + ([] if r is None else r if isinstance(r, list) else [r])
+            for x in r:
                 if not x.line:
                     x.line = self.line(s)
                 out.append(x)
         self.facts = facts
+        self.pre = outer
         return out
 
     def expr(self, node) -> ir.Expr:

@@ -278,6 +278,7 @@ class Function:
     sizes: dict = field(default_factory=dict)       # private array -> run-time extents
     boundscheck: bool = False                       # kernels: every access is checked
     wraparound: bool = True                         # kernels: negative indices wrap
+    rets: list = None           # a tuple's types, stored into the last params (forms.py)
 
 
 def stores(fn: Function) -> dict:

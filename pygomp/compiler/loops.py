@@ -34,6 +34,8 @@ class Loops:
     def stmt_For(self, s):
         if s.orelse:
             raise self.error(s, "for ... else is not supported in kernels")
+        if self.iterates(s):                        # arrays, enumerate, zip: `forms`
+            return self.iter_for(s)
         if not isinstance(s.iter, ast.Call):
             raise self.error(s, f"cannot loop over {ast.unparse(s.iter)}: a kernel loop "
                                 f"iterates over range(...) or an omp loop (omp.gang, "
@@ -68,6 +70,7 @@ class Loops:
         if self.vtypes.get(name) not in (None, T.INT64):
             raise self.error(s, f"loop variable {name!r} was used as {self.vtypes[name]}")
         self.vtypes[name] = T.INT64
+        self.mark_weak(name, True)              # a Python int (NEP 50)
         cname = self.define(name, s)
         self.seqvars.append(name)
         self.loopdepth += 1
@@ -126,6 +129,7 @@ class Loops:
                 scope.names[target.id] = c
                 scope.loopvars.add(target.id)
                 self.vtypes[target.id] = T.INT64
+                self.mark_weak(target.id, True)
                 self.bounds[c] = self.loop_bound(start, stop, step)
                 self.loop_fact(target.id, c, start, stop, step)
             self.loop_clauses(s, kw, loop, scope)

@@ -19,8 +19,8 @@ from . import lang
 # the node kinds of `frontend.SUPPORTED` (the front end checks that they are its keys)
 KINDS = frozenset((
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For, ast.While,
-    ast.Break, ast.Continue, ast.Return, ast.Pass, ast.Constant, ast.Name, ast.Attribute,
-    ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call))
+    ast.Break, ast.Continue, ast.Return, ast.Pass, ast.FunctionDef, ast.Constant, ast.Name,
+    ast.Attribute, ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call))
 
 # expression kinds refused wherever they stand (not in a keyword, where the front end
 # asks for a constant instead), and text that may hold one: expressions are walked only
@@ -33,6 +33,9 @@ _MAYBE = re.compile(r"lambda|yield|await|:=|[\[{(][^\n]*\bfor\b"
 REDUCTION_OPS = ("+", "*", "max", "min", "&", "|", "^", "and", "or")
 
 BREAK = "break directly in a parallel loop is not allowed: it has no order to stop"
+NESTED = ("a nested function takes plain parameters (no defaults, *args or **kwargs) "
+          "and no decorators")
+LAMBDA = "a lambda must be bound to a name (f = lambda v: ...) and called by it"
 PARAMS = ("kernel parameters must be plain names, with defaults or not (no *args, "
           "**kwargs or keyword-only ones)")
 
@@ -59,6 +62,8 @@ def error(file, lines, offset, node, message):
 
 def refusal(node) -> str:
     """The error of a construct kernels do not support."""
+    if isinstance(node, ast.Lambda):
+        return LAMBDA
     return f"{_describe(node)} is not supported in kernels"
 
 
@@ -147,7 +152,15 @@ class _Check:
                 raise self.error(s, "an expression statement must be a call")
             if isinstance(s, ast.Break) and loop != "seq":
                 raise self.error(s, BREAK)
-            if isinstance(s, ast.For):
+            if isinstance(s, ast.FunctionDef):
+                if not plain(s):
+                    raise self.error(s, NESTED)
+                self.block(s.body, None)
+            elif _is_lambda_def(s):
+                self.exprs(s.value.body)
+                if not plain(s.value):
+                    raise self.error(s, NESTED)
+            elif isinstance(s, ast.For):
                 self.exprs(s.target)
                 par = self.is_par_loop(s)
                 if par:
@@ -177,7 +190,7 @@ class _Check:
             if isinstance(n, _REFUSED):
                 raise self.error(n, refusal(n))
             if isinstance(n, ast.Call):     # a callee is looked up, not compiled
-                todo += n.args
+                todo += n.args + [n.func] * isinstance(n.func, ast.Lambda)
             elif isinstance(n, ast.Subscript):  # so is the array indexed
                 todo.append(n.slice)
             elif not isinstance(n, ast.Attribute):
@@ -214,6 +227,19 @@ class _Check:
         if node.id in fn.__globals__:
             return fn.__globals__[node.id]
         return getattr(builtins, node.id, None)
+
+
+def plain(fn) -> bool:
+    """Whether a nested def or lambda takes plain parameters only, undecorated."""
+    a = fn.args
+    return not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults
+                or getattr(fn, "decorator_list", None))
+
+
+def _is_lambda_def(s):
+    """``name = lambda ...``, the one place a lambda stands."""
+    return isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda) \
+        and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
 
 
 def _docstring(s):

@@ -23,7 +23,7 @@ def assigned(stmts, nested) -> set:
     not inside nested parallel loops (``nested(for_node)`` says which are)."""
     out = set()
     for s in stmts:
-        if isinstance(s, ast.For) and nested(s):
+        if isinstance(s, ast.For) and nested(s) or isinstance(s, ast.FunctionDef):
             continue
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
@@ -36,9 +36,15 @@ def assigned(stmts, nested) -> set:
 
 
 def assignments(stmts) -> dict:
-    """{name: how many statements of a function assign it} (loop targets included)."""
+    """{name: how many statements of a function assign it} (loop targets included; not
+    what the functions it defines assign)."""
     out = {}
-    for s in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
+    todo = list(stmts)
+    while todo:
+        s = todo.pop()
+        if isinstance(s, (ast.FunctionDef, ast.Lambda)):
+            continue
+        todo += ast.iter_child_nodes(s)
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
             for name in _stores(s.targets if isinstance(s, ast.Assign) else [s.target]):
                 out[name] = out.get(name, 0) + 1

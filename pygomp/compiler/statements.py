@@ -96,7 +96,13 @@ class Statements:
                 ast.Assign(targets=[t], value=s.value), s)])]
         target = s.targets[0]
         if isinstance(target, ast.Tuple):
+            if isinstance(s.value, ast.Call):
+                made = self.unpack_call(target, s.value, s)
+                if made is not None:
+                    return made
             return self.unpack(target, s.value, s)
+        if isinstance(target, ast.Name) and isinstance(s.value, ast.Lambda):
+            return self.lambda_def(target, s.value, s)
         if isinstance(target, ast.Name) and isinstance(s.value, ast.Call):
             made = self.array_creation(target, s.value)
             if made is not None:
@@ -162,15 +168,16 @@ class Statements:
             raise self.error(s, f"operator {type(s.op).__name__} is not supported")
         load = ast.copy_location(as_load(s.target), s)
         value = ast.copy_location(ast.BinOp(left=load, op=s.op, right=s.value), s)
+        if self.is_array_target(s.target):                     # x[1:] += y (arrays.py)
+            return self.array_assign(s.target, value, s, aug=True)
         return self.assign(s.target, value, s)
 
     def assign(self, target, value_node, s):
+        if isinstance(target, ast.Subscript) and self.is_array_target(target):
+            return self.array_assign(target, value_node, s)     # x[1:] = ... (arrays.py)
         if isinstance(target, ast.Subscript):
             idx = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
             t = self.subscript(target.value, idx, target)
-            if isinstance(t, ir.View):
-                raise self.error(s, f"{ast.unparse(target)} is a {t.type.ndim}-d sub-array: "
-                                    f"assign its elements (index every dimension)")
             v = self.expr(value_node)
             return ir.Assign(t, self.convert(v, t.type, s))
         if isinstance(target, ast.Attribute) and target.attr in ("real", "imag"):
@@ -200,9 +207,18 @@ class Statements:
         elif name not in self.vtypes:
             self.vtypes[name] = vt
             self.changed = True
+            self.mark_weak(name, v.weak)
+        elif name in self.weakvars and not v.weak:     # a Python scalar meets a typed one
+            self.mark_weak(name, False)
+            self.vtypes[name] = T.promote_weak(vt, self.vtypes[name])
+            self.changed = True
         else:
             old = self.vtypes[name]
-            if not (v.weak and T.promote_weak(old, vt) == old):
+            if name in self.weakvars:
+                if T.promote(old, vt) != old:
+                    self.vtypes[name] = T.promote(old, vt)
+                    self.changed = True
+            elif not (v.weak and T.promote_weak(old, vt) == old):
                 new = T.promote(old, vt) if not v.weak else T.promote_weak(old, vt)
                 if new != old:
                     if old.is_float and not (new.is_float or new.is_complex):
@@ -224,6 +240,15 @@ class Statements:
                 except Exception:   # noqa: BLE001  (not an argument value: no definition)
                     pass
         return ir.Assign(ir.Var(cname, type=self.vtypes[name]), value)
+
+    def mark_weak(self, name, weak):
+        """Whether variable ``name`` is weak (NEP 50): until a typed value is assigned
+        to it, in any pass."""
+        if not weak:
+            self.weakvars.discard(name)
+            self.strong.add(name)
+        elif name not in self.strong:
+            self.weakvars.add(name)
 
     def bind(self, name, arr, s):
         """``name = A`` or ``name = A[i]``: ``name`` denotes that array or sub-array from
@@ -383,10 +408,19 @@ class Statements:
             raise self.error(s, "return inside a parallel loop; reduce into a variable "
                                 "and return it after the loop")
         if s.value is None:
-            if self.ret not in (None, T.VOID):
+            if self.ret not in (None, T.VOID) or self.rets is not None:
                 raise self.error(s, "return without a value in a function returning a value")
             self.ret = T.VOID
             return ir.Return(None)
+        if isinstance(s.value, ast.Tuple):
+            return self.tuple_return(s)
+        if isinstance(s.value, ast.Call):
+            made = self.return_call(s)
+            if made is not None:
+                return made
+        if self.rets is not None:
+            raise self.error(s, "return of a tuple and of something else in the same "
+                                "function")
         v = self.expr(s.value)
         if not isinstance(v.type, T.Scalar):
             raise self.error(s, "a kernel or helper may return only a scalar")

@@ -63,6 +63,7 @@ class GroupState:
     team_at: int = 0                # where they go in ``em.out``
     mine: dict = field(default_factory=dict)        # private array -> its first word
     stride: str = "0"               # private scratch words per work-item
+    varying: object = None          # names that differ within a group (a dialect's own)
 
 
 class WorkGroupDialect(Dialect):

@@ -13,9 +13,10 @@ What the faces (Python constructs, kernels, the C shim) call:
     call = calls.Call(dev, fn, items, slots); call.run(values)   # a repeated call, while
                                                                   # call.fresh()
 
-An item is ``Item(addr, size, kind, obj, name)``: host address, byte count, a libgomp map
-kind (`kinds`), the Python object that owns the memory (kept alive while mapped) or None,
-and a name for error messages.  For FIRSTPRIVATE_INT the address field holds the value
+An item is ``Item(addr, size, kind, obj, name, align)``: host address, byte count, a
+libgomp map kind (`kinds`), the Python object that owns the memory (kept alive while
+mapped) or None, a name for error messages, and (OpenACC constructs of C programs) the
+alignment libgomp's kind gives, else None.  For FIRSTPRIVATE_INT the address field holds the value
 itself (a 64-bit word).  Plugins and images: `plugin` (the interface, `KernelInfo`,
 `Image`), `images` (descriptor tables); compiled images are cached by `cache`.
 """

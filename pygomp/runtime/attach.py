@@ -60,10 +60,27 @@ def attach_pointer(dev, e, ptr, bias=0, zero_length=False):
             value = 0
         if e.dev_start == e.host_start:     # the program's own variable: keep its value
             e.saved = {**(e.saved or {}), off: target}
+        _debug("gomp_attach_pointer", e, ptr, value=value)
         write_pointer(dev, e.dev_start + off, value)
+    else:
+        _debug("gomp_attach_pointer", e, ptr, count=e.attached[off] + 1)
     if e.attached is None:
         e.attached = {}
     e.attached[off] = e.attached.get(off, 0) + 1
+
+
+def _debug(where, e, ptr, value=None, count=None):
+    """libgomp's GOMP_DEBUG line of an attach or detach: the device pointer written
+    (``value``), or only the pointer's attach count changed (``count``)."""
+    if not env.settings().gomp_debug:
+        return
+    p = env.pointer
+    if count is not None:
+        env.debug(f"{where}: attach count for {p(ptr)} -> {count}\n")
+    else:
+        verb = "attaching" if where == "gomp_attach_pointer" else "detaching"
+        env.debug(f"{where}: {verb} host {p(ptr)}, target {p(e.dev_start + ptr - e.host_start)}"
+                  f" (struct base {p(e.dev_start)}) to {p(value)}\n")
 
 
 def detach_pointer(dev, e, ptr, finalize=False):
@@ -78,9 +95,12 @@ def detach_pointer(dev, e, ptr, finalize=False):
     if finalize or n == 1:
         e.attached.pop(off, None)
         saved = (e.saved or {}).pop(off, None)
-        write_pointer(dev, e.dev_start + off, read_pointer(ptr) if saved is None else saved)
+        value = read_pointer(ptr) if saved is None else saved
+        _debug("gomp_detach_pointer", e, ptr, value=value)
+        write_pointer(dev, e.dev_start + off, value)
     else:
         e.attached[off] = n - 1
+        _debug("gomp_detach_pointer", e, ptr, count=n - 1)
 
 
 # -- the handlers -------------------------------------------------------------------

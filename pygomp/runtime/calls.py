@@ -5,18 +5,24 @@ The one cache of what a call looked up, with one rule for when it is stale: a `C
 is `fresh` while the device list, the device's state and its map
 (`IntervalMap.version`) are the ones its last look-up saw.  While it is, a call reuses
 the device, the function's address (None: not loaded), the entries found and the words
-they give: it only counts the entries up, runs, and counts them down.  Anything else a
-construct would do (create, copy, report under PYGOMP_INFO or PYGOMP_PROFILE) goes
-through `mapping.target`, as does any error.
+they give: it only counts the entries up, runs, and counts them down.  A small item
+that was absent (plain to, from, tofrom or alloc, at most `SMALL` bytes) gets a new
+entry at each call, made and removed as a construct does; when nothing else changed
+the map meanwhile, the map is as the look-up saw it, and the call stays fresh.
+Anything else a construct would do (report under PYGOMP_INFO or PYGOMP_PROFILE, always,
+structs and pointers) goes through `mapping.target`, as does any error.
 """
 from __future__ import annotations
 
 import ctypes
 
 from . import devices, env, kinds, mapping, trace
-from .entries import WORD, Item, down, owner, ref
+from .entries import WORD, Item, death, down, owner, ref
+from .intervals import hits
 
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
+SMALL = 1 << 16     # bytes: an absent item up to this size is made at each call
+MADE = 8            # at most this many such items in one call
 
 
 class Call:
@@ -25,16 +31,24 @@ class Call:
 
     A kernel with a result (``result`` bytes, at most `RESULT`) gets one more word: the
     address of a result slot of the device's own (as if mapped ``from``), and `run`
-    returns the bytes the kernel left there."""
-    __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "devs", "version",
-                 "address", "counted", "entries", "words")
+    returns the bytes the kernel left there.
 
-    def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0):
+    With ``host_code``, ``fn`` is host code that the caller runs itself (a C region
+    without an image on a device of the host plugin): the look-up needs no loaded
+    function, and `run` calls its ``host`` with the words."""
+    __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
+                 "version", "address", "counted", "entries", "words", "made", "launcher",
+                 "args")
+
+    def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
+                 host_code=False):
         self.dev, self.fn, self.launch, self.result = dev, fn, launch, result
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
+        self.host_code = host_code
         self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
+        self.made = ()                  # positions of the items made at each call
 
     def fresh(self) -> bool:
         """Whether what the last look-up found still holds (the one staleness rule)."""
@@ -48,17 +62,27 @@ class Call:
         with self.dev.lock:
             self._look_up()
 
-    def run(self, values=()):
-        """Run with ``values`` as the words at `slots`; the result's bytes, or None."""
+    def run(self, values=(), host=None):
+        """Run with ``values`` as the words at `slots`; the result's bytes, or None.
+        A `host_code` call runs ``host(words)`` (``host(None)`` when the call must go
+        through the whole construct: the caller maps and runs it)."""
         dev = self.dev
         with dev.lock:
             if self.version != dev.map.version:     # `fresh`, for the call's own device
                 self._look_up()
-            words, counted, entries = self.words, self.counted, self.entries
-            address = self.address
+            version, address, launcher, args = (self.version, self.address, self.launcher,
+                                                self.args)
+            plan = words, counted, entries, made = (self.words, self.counted, self.entries,
+                                                    self.made)
+            if address is None and host is None:
+                words, counted = None, ()       # no function to run: `target` says so
+            new = ()                            # the entries made for this call
+            if made and words is not None:
+                words, counted, entries, new = self._make(words, counted, entries, made)
             ref(counted, 1)
+            mark = dev.map.version
         if words is None:
-            return self._target(values)
+            return self._target(values) if host is None else host(None)
         if values or self.result:
             words = words[:]
             for i, v in zip(self.slots, values):
@@ -69,7 +93,11 @@ class Call:
             if self.result:
                 slot = _result_slot(dev)
                 words.append(slot)
-            dev.plugin.run(dev.local, address, words, self.launch)
+            if address is None:
+                host(words)
+            else:
+                prepare, start = launcher
+                start(prepare(words) if args is None else args)
             if slot:
                 out = ctypes.create_string_buffer(self.result)
                 dev.plugin.dev2host(dev.local, ctypes.addressof(out), slot, self.result)
@@ -81,10 +109,35 @@ class Call:
                 dev.spare_results.append(slot)
             if counted:
                 with dev.lock:
+                    alone = new and dev.map.version == mark
                     zeroed = []                 # unmapped by others meanwhile
                     down(counted, zeroed)
                     if zeroed:
                         mapping.release(dev, self.items, entries, ok, zeroed)
+                    if alone and self.version == version and len(zeroed) == len(new) \
+                            and all(z is m for z, m in zip(zeroed, new)):
+                        # the map is the one the look-up saw: it stays good
+                        self.words, self.counted, self.entries, self.made = plan
+                        self.version = dev.map.version
+
+    def _make(self, words, counted, entries, made):
+        """New entries for the items at positions ``made`` (absent at the look-up),
+        copied in as their kinds say; the call's words, counted entries and entries
+        with them, and the new entries."""
+        dev = self.dev
+        words, entries, new = words[:], entries[:], []
+        try:
+            for i in made:
+                it = self.items[i]
+                e = mapping.new_entry(dev, it, kinds.traits(it.kind))
+                new.append(e)
+                words[i] = e.dev_start
+                entries[i] = e
+        except BaseException:
+            for e in new:
+                death(dev, e)
+            raise
+        return words, counted + new, entries, new
 
     def _target(self, values):
         """The call through `target`: the per-call words, and the result mapped ``from``."""
@@ -103,18 +156,19 @@ class Call:
         `words` None when a call must go through `target`."""
         dev = self.dev
         self.version, self.words, self.counted, self.entries = None, None, (), ()
+        self.made, self.launcher, self.args = (), None, None
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
         self.devs, self.version = devices.all_devices(), dev.map.version
         e = dev.map.find(self.fn, self.fn + 1)
         self.address = None if e is None else e.dev_start
-        if e is None:
+        if e is None and not self.host_code:
             return                      # not loaded: `target` says so
         if dev.is_initial:              # host addresses: nothing is mapped
-            self.words = _initial_words(self.items)
+            self._prepared(_initial_words(self.items), (), (), [])
             return
-        words, entries, counted = [], [], []
-        for it in self.items:
+        words, entries, counted, made = [], [], [], []
+        for i, it in enumerate(self.items):
             t = kinds.traits(it.kind)
             if t.base == kinds.FIRSTPRIVATE_INT:
                 words.append(it.addr & WORD)
@@ -125,8 +179,10 @@ class Call:
                 return
             e = dev.map.find(it.addr, it.addr + it.size)
             if e is None:
-                if it.size or t.present:
+                if t.present or (it.size and not _makes(t, it, made, self.items)):
                     return
+                if it.size:
+                    made.append(i)
                 words.append(0)
             elif it.addr < e.host_start or it.addr + it.size > e.host_end:
                 return
@@ -135,7 +191,26 @@ class Call:
                 if owner(e) not in counted:         # a struct's members: its owner
                     counted.append(owner(e))
             entries.append(e)
-        self.words, self.entries, self.counted = words, entries, counted
+        self._prepared(words, entries, counted, made)
+
+    def _prepared(self, words, entries, counted, made):
+        """Keep what the look-up found, and the launcher (and arguments) it gives."""
+        self.words, self.entries, self.counted, self.made = words, entries, counted, made
+        if words is not None and self.address is not None:
+            dev = self.dev
+            self.launcher = dev.plugin.launcher(dev.local, self.address, self.launch,
+                                                len(words) + (1 if self.result else 0))
+            if not (self.slots or self.result or made):    # the same words every call
+                self.args = self.launcher[0](words)
+
+
+def _makes(t, it, made, items):
+    """Whether an absent item may be made at each call: a plain small map that hits no
+    other item made so far."""
+    if not t.mapping or it.size > SMALL or len(made) >= MADE:
+        return False
+    return not any(hits(it.addr, it.addr + it.size, items[j].addr, items[j].addr
+                        + items[j].size) for j in made)
 
 
 def _result_slot(dev):

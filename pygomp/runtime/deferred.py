@@ -6,7 +6,12 @@ from __future__ import annotations
 import contextlib
 import threading
 
-_thread = threading.local()
+
+class _Work(threading.local):
+    work = None             # this thread's list of collected work; None: do it at once
+
+
+_thread = _Work()
 
 
 @contextlib.contextmanager
@@ -23,7 +28,7 @@ def deferred():
 @contextlib.contextmanager
 def collecting(work):
     """Collect work into the list ``work`` (None: do it at once) inside the block."""
-    outer = getattr(_thread, "work", None)
+    outer = _thread.work
     _thread.work = work
     try:
         yield
@@ -34,7 +39,7 @@ def collecting(work):
 def later(fn, *args, keep=None) -> None:
     """``fn(*args)`` now, or in a `deferred` block's list, with ``keep`` (what owns the
     host memory the work reads or writes) kept alive until it is done."""
-    work = getattr(_thread, "work", None)
+    work = _thread.work
     if work is None:
         fn(*args)
     else:

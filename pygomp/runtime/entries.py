@@ -15,9 +15,11 @@ INFINITY = math.inf       # images' functions and variables, associated pointers
 WORD = (1 << 64) - 1
 PTR = ctypes.sizeof(ctypes.c_void_p)
 
-Item = namedtuple("Item", "addr size kind obj name", defaults=(None, None))
+Item = namedtuple("Item", "addr size kind obj name align", defaults=(None, None, None))
 Item.__doc__ = """One map item: host address, byte count, map kind, the object that owns the
-memory (kept alive while mapped) and a name for messages (e.g. a kernel argument)."""
+memory (kept alive while mapped), a name for messages (e.g. a kernel argument) and, for
+OpenACC constructs of C programs, the alignment that libgomp's kind gives (the item then
+takes part in libgomp's layout of one device block per construct: `mapping`)."""
 
 
 class MappingError(RuntimeError):
@@ -60,12 +62,42 @@ def owner(e):
 
 
 class Shared:
-    """Device memory that the members of an OpenACC struct share while each keeps counts
-    of its own (libgomp's rule for OpenACC): freed when the last of them is removed."""
+    """Device memory that several OpenACC entries share while each keeps counts of its
+    own (a struct's members; the entries one construct of a C program makes, libgomp's
+    layout): freed when the last of them is removed."""
     __slots__ = ("addr", "users")
 
     def __init__(self, addr, users):
         self.addr, self.users = addr, users
+
+
+class Block:
+    """The device memory of the entries one OpenACC construct of a C program makes, as
+    libgomp lays it out (`mapping._plan`): one allocation of their size plus the largest
+    alignment (at least a pointer's) less one, whose start rounded up to that alignment
+    is the first one's address; OpenACC's profiling shows it (acc_ev_alloc's bytes and
+    device_ptr).  Allocated when the first of them is made, freed with the last
+    (`Shared`)."""
+    __slots__ = ("offsets", "size", "align", "shared", "base")
+
+    def __init__(self, offsets, size, align):
+        self.offsets = offsets      # (host address, size) -> offset, until made
+        self.size, self.align = size, align
+        self.shared = None          # the `Shared` allocation, once the first is made
+        self.base = 0
+
+    def start(self, dev):
+        """The aligned start of the block (allocated the first time)."""
+        if self.shared is None:
+            raw = dev.plugin.alloc(dev.local, self.size + self.align - 1)
+            self.shared = Shared(raw, 0)
+            self.base = (raw + self.align - 1) & -self.align
+        return self.base
+
+    def drop(self, dev):
+        """Free the block that no entry uses (a failed construct)."""
+        dev.plugin.free(dev.local, self.shared.addr)
+        self.shared = None
 
 
 def block(e):
@@ -147,10 +179,12 @@ def down(entries, zeroed, to_zero=False) -> None:
     turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
     and removes it)."""
     for e in entries:
-        e = owner(e)
-        if 0 < e.refcount != INFINITY:
-            ref((e,), -e.refcount if to_zero else -1)
-            if e.refcount == 0:
+        if e.group is not None:
+            e = e.group[0]              # its owner
+        n = e.refcount
+        if 0 < n != INFINITY:
+            e.refcount = n = 0 if to_zero else n - 1
+            if n == 0:
                 zeroed.append(e)
 
 
@@ -176,13 +210,18 @@ def _pieces(e, lo, hi):
     """The parts of [lo, hi) inside ``e``, less its attached pointers (their device
     copies hold device addresses, their host copies host addresses)."""
     lo, hi = max(lo, e.host_start), min(hi, e.host_end)
-    if e.attached:
-        for off in sorted(e.attached):
-            p = e.host_start + off
-            if lo < p + PTR and p < hi:
-                if p > lo:
-                    yield lo, p
-                lo = p + PTR
+    if not e.attached:
+        return ((lo, hi),) if hi > lo else ()
+    return _around_pointers(e, lo, hi)
+
+
+def _around_pointers(e, lo, hi):
+    for off in sorted(e.attached):
+        p = e.host_start + off
+        if lo < p + PTR and p < hi:
+            if p > lo:
+                yield lo, p
+            lo = p + PTR
     if hi > lo:
         yield lo, hi
 

@@ -12,6 +12,8 @@ PYGOMP_BOUNDSCHECK   1: every kernel checks its array accesses (an IndexError at
 PYGOMP_POISON        1: device memory a map allocates without copying into it (alloc,
                      from; OpenACC create, copyout) is filled, so that a missing ``to``
                      shows: signalling NaNs for float arrays, else 0xA5 bytes
+GOMP_DEBUG           a nonzero number: libgomp's trace lines for what the runtime does as
+                     libgomp does it (`debug`), on stderr
 PYGOMP_CACHE_DIR     where compiled kernels and programs are cached (default: the user's
                      cache dir: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%)
                      Used only when group and others cannot write it and this user owns
@@ -23,6 +25,7 @@ PYGOMP_CACHE_READONLY_DIRS  more cache directories to read (never written), sepa
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -51,6 +54,7 @@ class Settings:
     profile: str = ""            # PYGOMP_PROFILE: where to write a trace, "" for none
     boundscheck: bool = False    # PYGOMP_BOUNDSCHECK: kernels check their array accesses
     poison: bool = False         # PYGOMP_POISON: fill what maps allocate without a copy
+    gomp_debug: bool = False     # GOMP_DEBUG: libgomp's trace lines
 
 
 def _parse(environ) -> Settings:
@@ -77,7 +81,15 @@ def _parse(environ) -> Settings:
         profile=environ.get("PYGOMP_PROFILE", ""),
         boundscheck=_int(environ, "PYGOMP_BOUNDSCHECK", 0) != 0,
         poison=_int(environ, "PYGOMP_POISON", 0) != 0,
+        gomp_debug=_leading_int(environ.get("GOMP_DEBUG", "")) != 0,
     )
+
+
+def _leading_int(text):
+    """The number a text starts with, else 0 (C's atoi: libpygomp.so reads GOMP_DEBUG
+    so)."""
+    m = re.match(r"\s*[-+]?\d+", text)
+    return int(m.group()) if m else 0
 
 
 def _int(environ, name, default):
@@ -128,6 +140,18 @@ def info(bit: int, message: str) -> None:
     """Print a PYGOMP_INFO message if its bit is set."""
     if settings().info & bit:
         print(f"pygomp: {message}", file=sys.stderr, flush=True)
+
+
+def debug(line: str) -> None:
+    """Print one of libgomp's GOMP_DEBUG trace lines (``line`` ends with its newline)."""
+    if settings().gomp_debug:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
+def pointer(value: int) -> str:
+    """An address as C's %p prints it."""
+    return f"{value:#x}" if value else "(nil)"
 
 
 def display() -> None:

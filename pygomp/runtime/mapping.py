@@ -32,14 +32,15 @@ import ctypes
 
 from . import attach, env, kinds
 from .deferred import collecting, later
-from .entries import (INFINITY, PTR, WORD, Item, MappingError, birth, copy_from,  # noqa: F401
-                      copy_to, death, down, error, not_present, owner, poison, ref, span)
+from .entries import (INFINITY, PTR, WORD, Block, Item, MappingError, birth,  # noqa: F401
+                      copy_from, copy_to, death, down, error, not_present, owner, poison,
+                      ref, span)
 
 
 class Region:
     """What one construct did to a device's map, so that it can be undone or ended."""
     __slots__ = ("dev", "items", "entries", "args", "counted", "created", "temps", "dynamic",
-                 "attached", "acc")
+                 "attached", "acc", "block")
 
     def __init__(self, dev, items, dynamic, acc):
         self.dev = dev
@@ -52,6 +53,7 @@ class Region:
         self.created = []       # entries this construct made
         self.temps = []         # device memory for firstprivate copies
         self.attached = []      # (entry, pointer address) this construct attached
+        self.block = None       # OpenACC from C: the `Block` of the entries it makes
 
     def use(self, e, it, t):
         """An item found in entry ``e``: check that it fits, count the entry once."""
@@ -83,28 +85,48 @@ class Region:
             ref((e,), 1, self.dynamic)
 
     def create(self, it, t):
-        """A new entry for an absent item (a zero-length object gets a zero-length entry
-        at a device address of its own, as libgomp makes one)."""
-        dev = self.dev
-        addr, size, kind, obj = it.addr, it.size, it.kind, it.obj
+        """A new entry for an absent item, counted for this construct."""
         if t.present:
-            raise not_present(dev, addr, size, it.name)
-        d = dev.plugin.alloc(dev.local, max(size, 1))
-        try:
-            e = birth(dev, addr, addr + size, d, alloc=d, keepalive=obj)
-        except ValueError:
-            dev.plugin.free(dev.local, d)
-            raise
+            raise not_present(self.dev, it.addr, it.size, it.name)
+        e = new_entry(self.dev, it, t, self.block)
         self.created.append(e)
         self.count(e)
-        if env.settings().info & env.INFO_MAP:
-            env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
-                                   f"({kinds.name(kind)}) at {d:#x}")
+        return e
+
+
+def new_entry(dev, it, t, block=None):
+    """A new entry for an absent item, with its device memory (its place in ``block``,
+    the construct's `Block`, if it has one; a zero-length object gets a zero-length
+    entry at a device address of its own, as libgomp makes one), filled as ``to`` (or
+    PYGOMP_POISON) says; its count is still 0."""
+    addr, size, obj = it.addr, it.size, it.obj
+    at = None if block is None else block.offsets.pop((addr, size), None)
+    own = 0 if at is not None else dev.plugin.alloc(dev.local, max(size, 1))
+    d = own or block.start(dev) + at
+    try:
+        e = birth(dev, addr, addr + size, d, alloc=own, keepalive=obj)
+    except ValueError:
+        if own:
+            dev.plugin.free(dev.local, own)
+        elif not block.shared.users:
+            block.drop(dev)
+        raise
+    if not own:
+        e.shared = block.shared
+        block.shared.users += 1
+    s = env.settings()
+    if s.info & env.INFO_MAP:
+        env.info(env.INFO_MAP, f"device {dev.number}: mapped {span(addr, size)} "
+                               f"({kinds.name(it.kind)}) at {d:#x}")
+    try:
         if t.to:
             copy_to(dev, e, addr, size)
-        elif env.settings().poison:
+        elif s.poison:
             poison(dev, d, size, obj)
-        return e
+    except BaseException:
+        death(dev, e)
+        raise
+    return e
 
 
 def begin(dev, items, acc=False, dynamic=False) -> Region:
@@ -116,6 +138,8 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
         return region
     entries, args = region.entries, region.args
     with dev.lock:
+        if acc:
+            region.block = _plan(dev, items)
         try:
             i = 0
             while i < len(items):
@@ -135,6 +159,29 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
             _undo(region)
             raise
     return region
+
+
+def _plan(dev, items):
+    """libgomp's layout of the entries an OpenACC construct of a C program makes (its
+    items carry their alignment): one `Block` for the items not present now, each at
+    the next multiple of its alignment, in item order (None: no such item)."""
+    offsets, size, align, i = {}, 0, PTR, 0
+    while i < len(items):
+        it = items[i]
+        i += it.size + 1 if it.kind == kinds.STRUCT else 1      # members: their own
+        if it.align is None or it.kind == kinds.FIRSTPRIVATE_INT:
+            continue
+        t = kinds.traits(it.kind)
+        if (not t.mapping or t.present or t.base in _SPECIAL
+                or t.base in (kinds.FIRSTPRIVATE, kinds.FORCE_PRESENT)
+                or (it.addr, it.size) in offsets
+                or dev.map.find(it.addr, it.addr + it.size) is not None):
+            continue
+        align = max(align, it.align)
+        size = (size + it.align - 1) & -it.align
+        offsets[it.addr, it.size] = size
+        size += max(it.size, 1)
+    return Block(offsets, size, align) if offsets else None
 
 
 def _initial_word(region, it):

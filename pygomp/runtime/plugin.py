@@ -251,12 +251,17 @@ class Kernel:
         self.exclusive = self.shares_arguments or info.has_scratch or bool(info.private)
         self.buffers = {}                 # "scratch" or "private" -> (buffer, bytes)
 
-    def run(self, args, launch, wait_for):
-        """Launch every entry as the kernel's program says; returns an event (or `DONE`
-        when it ran to completion)."""
+    def plan(self, launch):
+        """What a run with these launch sizes needs (`_plan_impl`, made once)."""
         plan = self.plans.get(launch)
         if plan is None:
             plan = self.plans[tuple(launch)] = self._plan_impl(tuple(launch))
+        return plan
+
+    def run(self, args, launch, wait_for):
+        """Launch every entry as the kernel's program says; returns an event (or `DONE`
+        when it ran to completion)."""
+        plan = self.plan(launch)
         if not self.exclusive:
             return self._run(args, plan, wait_for)
         with self.lock:
@@ -618,6 +623,13 @@ class Plugin:
             raise
         except Exception as e:
             raise self._run_error(dev, fn, info, args, launch, e) from e
+
+    def launcher(self, dev: int, fn: int, launch, nwords: int):
+        """``(prepare, start)`` for calls that repeat (`calls.Call`): ``start(prepare(
+        words))`` is `run` of the kernel at ``fn`` with these launch sizes and ``nwords``
+        argument words, and what ``prepare`` returns may be started again and again, also
+        by several threads at once.  A plugin may give faster ones."""
+        return list, lambda args: self.run(dev, fn, args, launch)
 
     def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
         """Start a kernel after the events ``wait_for``; returns its event."""

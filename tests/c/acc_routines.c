@@ -112,12 +112,15 @@ static void attach_detach_routines(void)
     acc_copyin(x, sizeof x);
     acc_attach((void **)&s.p);
     acc_attach((void **)&s.p);                          /* attach count 2 */
+    printf("attach %p %p %p %p\n", (void *)&s.p, acc_deviceptr(&s.p), acc_deviceptr(&s),
+           acc_deviceptr(x));                           /* GOMP_DEBUG's addresses */
     #pragma acc parallel present(s)
     for (int i = 0; i < s.n; i++) s.p[i] += 10;
     acc_detach((void **)&s.p);
     struct S seen;
     acc_memcpy_from_device(&seen, acc_deviceptr(&s), sizeof seen);
     CHECK(seen.p == acc_deviceptr(x));                  /* still attached once */
+    printf("detach %p\n", (void *)x);
     acc_detach_finalize((void **)&s.p);
     acc_memcpy_from_device(&seen, acc_deviceptr(&s), sizeof seen);
     CHECK(seen.p == x);                                 /* the host pointer again */
@@ -149,8 +152,24 @@ static void async_forms(void)
     acc_free(d);
 }
 
+/* OpenACC's CUDA interop on devices that are not CUDA's: libgomp's answers (NULL; for
+   acc_set_cuda_stream 0 for a bad queue or stream, else -1). */
+static void cuda_interop(void)
+{
+    int stream;
+    CHECK(acc_get_current_cuda_device() == NULL && acc_get_current_cuda_context() == NULL);
+    CHECK(acc_get_cuda_stream(acc_async_sync) == NULL && acc_get_cuda_stream(-7) == NULL);
+    CHECK(acc_set_cuda_stream(0, NULL) == 0 && acc_set_cuda_stream(-7, &stream) == 0);
+    CHECK(acc_set_cuda_stream(1, &stream) == -1);
+    acc_copyin_async(&stream, sizeof stream, 1);       /* queue 1 exists: still none */
+    acc_wait(1);
+    CHECK(acc_get_cuda_stream(1) == NULL && acc_get_current_cuda_device() == NULL);
+    acc_delete(&stream, sizeof stream);
+}
+
 int main(void)
 {
+    cuda_interop();
     devices();
     dynamic_routines();
     memory_map_memcpy();

@@ -1,7 +1,10 @@
 /* Entry points that older compilers' and other languages' binaries call, called by hand
    as they would: GCC 5's GOMP_target, GOMP_target_data and GOMP_target_update (8-bit map
    kinds), GOACC_parallel (launch dimensions as arguments), omp_pause_resource(_all),
-   and Fortran's names of the device routines.  Run on the host device, memory separate
+   Fortran's names of the device routines, and GCC 5's and 6's unversioned
+   GOMP_offload_register/unregister (`legacy table`, `legacy forget`: a table of pygomp's
+   target type that is not pygomp's, registered before the runtime starts, and then
+   unregistered in the second).  Run on the host device, memory separate
    from the host's, so a missing copy shows. */
 #include <stdint.h>
 #include <string.h>
@@ -24,6 +27,8 @@ int32_t omp_get_device_num_(void);
 int32_t omp_pause_resource_(const int32_t *, const int32_t *);
 int32_t omp_pause_resource_all_(const int32_t *);
 int acc_get_num_devices_h_(const int *);
+void GOMP_offload_register(const void *, int, const void *);
+void GOMP_offload_unregister(const void *, int, const void *);
 
 enum { ALLOC = 0, TO = 1, FROM = 2, TOFROM = 3 };
 #define KIND8(k, align_log2) ((unsigned char)((k) | (align_log2) << 3))
@@ -39,8 +44,19 @@ static void add_one(void *data)                 /* a region: its map items' addr
     seen_initial = omp_is_initial_device();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        static const void *host_table[4];
+        static const char data[16] = "not a table";
+        GOMP_offload_register(host_table, 0x7067, data);
+        if (!strcmp(argv[1], "forget"))
+            GOMP_offload_unregister(host_table, 0x7067, data);
+        printf("%p\n", (void *)data);
+        fflush(stdout);
+        CHECK(omp_get_num_devices() >= 1);     /* the runtime starts: the tables go to it */
+        return failures();
+    }
     int a[N], d = omp_get_default_device();
     for (int i = 0; i < N; ++i)
         a[i] = i;

@@ -1,0 +1,389 @@
+"""Array expressions in kernels, lowered to loops in the typed front end.
+
+- A slice or sub-array (``u[1:-1]``, ``A[i, :]``, ``A[:, j]``, ``x[::-2]``,
+  ``x[:, None]``) is a `Slab`: a strided view of an array, with numpy's normalized
+  bounds (computed once, before the loop, into int64 temporaries).
+- An assignment to a slab, ``v[1:-1] = 0.5 * (u[:-2] + u[2:])`` or ``row[:] = 0`` (and
+  ``x[a:b] += ...``), is a loop nest over the target's extents whose body assigns one
+  element: each array operand (a *leaf*) on the right stands for its element there,
+  broadcast as numpy broadcasts (fewer dimensions, or an extent of 1 from ``None``).
+  At a kernel's top level the outermost loop is parallel (as ``omp.parallel_range``),
+  inside a parallel loop or in a helper it is the thread's sequential loop.
+- Reductions and ``np.where``: `npcalls`.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+import numpy as np
+
+from . import ir
+from . import types as T
+from .calls import ABS, MATH
+from .expressions import _UNSET, _i, _indices, _is_shape, dims
+
+# elementwise functions whose array arguments are leaves
+_ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where} | set(ABS)
+
+
+class Slab:
+    """A strided view of ``root``: ``fixed`` {root axis: index}, and the view's axes
+    ``axes``: [(root axis or None for a new axis, start, step, length, sym)], where
+    ``sym`` is the length as (key, offset) when it is some expression plus a constant
+    (for the checks at compile time), else None."""
+
+    def __init__(self, root, fixed, axes):
+        self.root, self.fixed, self.axes = root, fixed, axes
+
+    def element(self, ks):
+        """The element at the view's index ``ks`` (int64 IR, one per axis; None: a
+        broadcast axis of length 1)."""
+        idx = dict(self.fixed)
+        for (ax, start, step, _, _), k in zip(self.axes, ks):
+            if ax is None:
+                continue
+            if k is None:
+                idx[ax] = copy.deepcopy(start)
+                continue
+            k = copy.deepcopy(k)
+            off = k if step == 1 else ir.BinOp("*", k, _i(step), type=T.INT64)
+            idx[ax] = off if _zero(start) else ir.BinOp("+", copy.deepcopy(start), off,
+                                                        type=T.INT64)
+        t = self.root.type
+        return ir.Index(copy.deepcopy(self.root), [idx[a] for a in range(t.ndim)],
+                        type=t.elem)
+
+
+class Arrays:
+    """Mixin of `frontend.Frontend`: slices, elementwise expressions, assignments to
+    sub-arrays."""
+
+    # -- names of temporaries (the same in every pass over the kernel) -------------------
+    def temp(self, node, tag, t, value=None):
+        """A variable of type ``t`` for ``node`` (a C name no Python name has); when a
+        value is given, its assignment goes before the statement."""
+        name = f"__{tag}{node.lineno}_{node.col_offset}_{node.end_col_offset}"
+        self.vtypes[name] = t
+        c = self.define(name, node)
+        v = ir.Var(c, type=t)
+        if value is not None and not any(isinstance(p, ir.Assign) and p.target == v
+                                         for p in self.pre):   # x[1:] += ...: once
+            self.pre.append(ir.Assign(v, value, line=self.line(node)))
+        return ir.Var(c, type=t)
+
+    def hoist(self, e, node, tag):
+        """``e``, or a temporary holding it when it is more than a constant or name (one
+        temporary for equal values: the C compiler then sees equal offsets)."""
+        if isinstance(e, (ir.Const, ir.Var, ir.Shape)):
+            return e
+        for p in self.pre:
+            if isinstance(p, ir.Assign) and p.value == e and p.target.name.startswith("__"):
+                return copy.deepcopy(p.target)
+        return self.temp(node, tag, T.INT64, e)
+
+    # -- slabs -----------------------------------------------------------------------
+    def rank(self, node):
+        """The number of dimensions of the array ``node`` denotes (0: not an array)."""
+        if isinstance(node, ast.Name):
+            a = self.arrays.get(node.id)
+            return 0 if a is None else a.type.ndim
+        if isinstance(node, ast.Subscript) and not _is_shape(node.value):
+            r = self.rank(node.value)
+            if r:
+                idx = _indices(node)
+                return r - sum(not (isinstance(i, ast.Slice) or _is_none(i)) for i in idx) \
+                    + sum(_is_none(i) for i in idx)
+        return 0
+
+    def slab(self, node):
+        """The Slab of an array-denoting Name or Subscript."""
+        if isinstance(node, ast.Name):
+            a = self.arrays[node.id]
+            root, prefix = (a.array, a.prefix) if isinstance(a, ir.View) else (a, [])
+            fixed = dict(enumerate(copy.deepcopy(prefix)))
+            axes = []
+            for ax in range(len(prefix), root.type.ndim):
+                n = self.shape(root, ax)
+                axes.append((ax, _i(0), 1, n, _sym(n)))
+            return Slab(root, fixed, axes)
+        base = self.slab(node.value)
+        idx = _indices(node)
+        used = sum(not _is_none(i) for i in idx)
+        if any(isinstance(i, ast.Starred) or (isinstance(i, ast.Constant)
+                                              and i.value is Ellipsis) for i in idx):
+            raise self.error(node, f"{ast.unparse(node)}: ... and * are not supported in "
+                                   f"kernel indices")
+        if used > len(base.axes):
+            raise self.error(node, f"{ast.unparse(node.value)} has {dims(len(base.axes))} "
+                                   f"and the kernel indexes it with {used}")
+        axes, rest, fixed = [], list(base.axes), dict(base.fixed)
+        for d, i in enumerate(idx):
+            if _is_none(i):
+                axes.append((None, _i(0), 0, _i(1), ("", 1)))
+                continue
+            ax, start, step, n, sym = rest.pop(0)
+            if ax is None:
+                raise self.error(node, f"{ast.unparse(node)}: index a new axis (None) "
+                                       f"only with :")
+            if isinstance(i, ast.Slice):
+                s0, st, ln, sy = self.slice_bounds(i, n, sym, node, d)
+                s0 = s0 if step == 1 or _zero(s0) else ir.BinOp("*", s0, _i(step),
+                                                                type=T.INT64)
+                start = _add(s0, start.value) if isinstance(start, ir.Const) else \
+                    ir.BinOp("+", start, s0, type=T.INT64)
+                axes.append((ax, self.hoist(start, i, f"s{d}_"), step * st,
+                             self.hoist(ln, i, f"n{d}_"), sy))
+            else:
+                k = self.index(i, copy.deepcopy(n))
+                if step != 1:
+                    k = ir.BinOp("*", k, _i(step), type=T.INT64)
+                fixed[ax] = k if _zero(start) else ir.BinOp("+", start, k, type=T.INT64)
+        return Slab(base.root, fixed, axes + rest)
+
+    def slice_bounds(self, sl, n, sym, node, d):
+        """(start, step, length, sym) of slice ``sl`` on an axis of length ``n``, with
+        numpy's rules: negative bounds count from the end, bounds out of range clip (to
+        [0, n] for a positive step, [-1, n-1] for a negative one).  The length is
+        negative where numpy's is 0 (`length` clips it)."""
+        step = 1 if sl.step is None else self.static(sl.step)
+        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+            raise self.error(node, f"{ast.unparse(node)}: the step of a slice must be a "
+                                   f"non-zero integer constant in kernels")
+        lo, hi = (0, n) if step > 0 else (-1, _add(n, -1))
+
+        def bound(b, default, default_sym):
+            # with a positive step, no lower clip of the stop is needed, nor an upper
+            # one of the start: they give a span of no elements as they are
+            stop = step > 0 and b is sl.upper
+            if b is None:
+                return default, default_sym
+            lit = self.static(b) if isinstance(b, (ast.Constant, ast.UnaryOp)) else _UNSET
+            if isinstance(lit, int) and not isinstance(lit, bool):
+                if lit >= 0:
+                    v = _i(lit) if step > 0 and not stop else \
+                        _call("min", _i(lit), copy.deepcopy(hi))
+                    return v, ("", lit)
+                v = _add(copy.deepcopy(n), lit)
+                return (v if stop else _call("max", v, _i(lo)),
+                        (sym[0], sym[1] + lit) if sym else None)
+            e = self.index(b, copy.deepcopy(n))
+            return _call("min", e if stop else _call("max", e, _i(lo)),
+                         copy.deepcopy(hi)), None
+        last = (sym[0], sym[1] - 1) if sym else None
+        start, s_sym = bound(sl.lower, _i(0), ("", 0)) if step > 0 else \
+            bound(sl.lower, _add(copy.deepcopy(n), -1), last)
+        stop, e_sym = bound(sl.upper, copy.deepcopy(n), sym) if step > 0 else \
+            bound(sl.upper, _i(-1), ("", -1))
+        start = self.hoist(start, sl, f"a{d}_")
+        a, b = (stop, copy.deepcopy(start)) if step > 0 else (copy.deepcopy(start), stop)
+        span = _sub(a, b)           # may be negative: a loop over it does nothing
+        k = abs(step)
+        length = span if k == 1 else ir.Call("floordiv", [_add(span, k - 1), _i(k)],
+                                             type=T.INT64)
+        ln_sym = None
+        if k == 1 and s_sym and e_sym:
+            top, low = (e_sym, s_sym) if step > 0 else (s_sym, e_sym)
+            if low[0] == "" or low[0] == top[0]:
+                ln_sym = (top[0] if low[0] == "" else "", top[1] - low[1])
+        return start, step, length, ln_sym
+
+    # -- leaves of an elementwise expression ------------------------------------------
+    def arrayish(self, node):
+        """Whether ``node`` is an array expression (no side effects)."""
+        if isinstance(node, (ast.Name, ast.Subscript)):
+            return self.rank(node) > 0
+        if isinstance(node, ast.Call):
+            return self.elementwise(node) and any(self.arrayish(a) for a in node.args)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            return any(self.arrayish(c) for c in ast.iter_child_nodes(node))
+        return False
+
+    def elementwise(self, call):
+        if isinstance(call.func, ast.Attribute) and self.arrayish(call.func.value):
+            return False                                        # x.sum()
+        try:
+            return self.callee(call.func) in _ELEMENTWISE
+        except TypeError:
+            return False
+
+    def leaves(self, node, out):
+        """The array operands of the elementwise expression ``node``: [(node, Slab)]."""
+        if isinstance(node, (ast.Name, ast.Subscript)):
+            if self.rank(node):
+                out.append((node, self.slab(node)))
+        elif isinstance(node, ast.Call):
+            if self.elementwise(node):
+                for a in node.args:
+                    self.leaves(a, out)
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            for c in ast.iter_child_nodes(node):
+                self.leaves(c, out)
+        return out
+
+    def shape_of(self, leaves):
+        """The broadcast extents [(length, sym)] of ``leaves``."""
+        r = max([len(s.axes) for _, s in leaves], default=0)
+        out, ones = [None] * r, [None] * r
+        for _, s in leaves:
+            for j, ax in enumerate(s.axes, r - len(s.axes)):
+                if _bcast(ax):          # its run-time length, 0 or 1, if no other
+                    ones[j] = ones[j] or (ax[3], ax[4])
+                elif out[j] is None:
+                    out[j] = (ax[3], ax[4])
+        return [o or one for o, one in zip(out, ones)]
+
+    def check_shapes(self, leaves, shape, node, what):
+        """A compile-time error where numpy's broadcasting would fail whatever the
+        run-time extents: two lengths on an axis that differ by a constant (the other
+        mismatches are not checked: see the README)."""
+        seen = [{} if b is None or (b[0] == "" and not _const(n)) else {b[0]: (b[1], what)}
+                for n, b in shape]
+        for n, s in leaves:
+            if len(s.axes) > len(shape):
+                raise self.error(node, f"{ast.unparse(n)} has {dims(len(s.axes))} and "
+                                       f"{what} has {len(shape)}: it does not broadcast")
+            for j, ax in enumerate(s.axes, len(shape) - len(s.axes)):
+                a = ax[4]
+                if _bcast(ax) or a is None or (a[0] == "" and not _const(ax[3])):
+                    continue           # literal slices of run-time extents may clip
+                off, other = seen[j].setdefault(a[0], (a[1], ast.unparse(n)))
+                if off != a[1]:
+                    d = a[1] - off
+                    raise self.error(node, f"{ast.unparse(n)} does not broadcast to "
+                                           f"{other}: its axis {j - len(shape) + len(s.axes)} "
+                                           f"has {abs(d)} element{'s' if abs(d) != 1 else ''} "
+                                           f"{'more' if d > 0 else 'fewer'}")
+
+    def element(self, node, leaves, ks):
+        """The IR of ``node`` at the loop indices ``ks`` (its leaves are elements)."""
+        saved = self.elems
+        self.elems = dict(saved)
+        for n, s in leaves:
+            self.elems[id(n)] = _at(s, ks)
+        try:
+            v = self.expr(node)
+        finally:
+            self.elems = saved
+        if not isinstance(v.type, T.Scalar):
+            raise self.error(node, f"{ast.unparse(node)} is not an elementwise expression "
+                                   f"of arrays and scalars")
+        return v
+
+    # -- loops ------------------------------------------------------------------------
+    def loop_vars(self, node, tag, rank, par):
+        """The int64 variables of a loop nest for ``node`` (the outermost one a parallel
+        loop's when ``par``)."""
+        out = []
+        for d in range(rank):
+            n = f"__{tag}{node.lineno}_{node.col_offset}_{d}"
+            self.vtypes[n] = T.INT64          # a parallel loop's are its own (`nest`)
+            out.append(ir.Var(self.cname(n) if par else self.define(n, node), type=T.INT64))
+        return out
+
+    def nest(self, ks, extents, stmts, node, levels, reductions=()):
+        """Loops of ``ks`` over ``extents`` around ``stmts``; the outermost one is a
+        ParLoop of ``levels`` (with ``reductions``) unless that is empty."""
+        line = self.line(node)
+        par = bool(levels)
+        for d in reversed(range(1 if par else 0, len(ks))):
+            stmts = [ir.For(ks[d].name, _i(0), extents[d], _i(1), stmts, line=line)]
+        if not par:
+            return stmts
+        loop = ir.ParLoop(levels, [ir.Dim(ks[0].name, _i(0), extents[0], _i(1))], stmts,
+                          reductions=list(reductions), line=line)
+        loop.decls = [(k.name, T.INT64) for k in ks[1:]]
+        return [loop]
+
+    # -- array assignment ---------------------------------------------------------------
+    def is_array_target(self, target):
+        """Whether an assignment to ``target`` stores into a sub-array (or an array)."""
+        return self.rank(target) > 0
+
+    def array_assign(self, target, value, s, aug=False):
+        """``target = value`` (``target += value`` when ``aug``) with ``target`` a
+        sub-array: a loop nest over its extents."""
+        tslab = self.slab(target)
+        shape = [(ax[3], ax[4]) for ax in tslab.axes]
+        leaves = self.leaves(value, [])
+        self.check_shapes(leaves, shape, s, ast.unparse(target))
+        probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(shape))]
+        for n, sl in leaves:        # numpy reads the whole right side before it writes
+            if sl.root.name == tslab.root.name and \
+                    ir.dump(_at(sl, probe)) != ir.dump(tslab.element(probe)):
+                raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
+                                    f"which this statement writes: numpy copies the right "
+                                    f"side first, a kernel does not; write into another "
+                                    f"array")
+        levels = () if self.levels or not self.is_kernel else ("gang", "worker", "vector")
+        ks = self.loop_vars(s, "k", len(shape), bool(levels))
+        v = self.element(value, leaves, ks)
+        t = tslab.root.type.elem
+        if aug and not T.can_assign(t, v.type):
+            raise self.error(s, f"cannot store {v.type} into the {t} array "
+                                f"{ast.unparse(target)} in place (numpy refuses the cast): "
+                                f"convert it explicitly")
+        body = [ir.Assign(tslab.element(ks), self.convert(v, t, s), line=self.line(s))]
+        return self.nest(ks, [ln for ln, _ in shape], body, s, levels)
+
+
+def _at(slab, ks):
+    """The element of a leaf at the loop indices ``ks`` (its axes are the last ones);
+    an axis of length 1 broadcasts."""
+    mine = ks[len(ks) - len(slab.axes):]
+    return slab.element([None if _bcast(ax) else k for ax, k in zip(slab.axes, mine)])
+
+
+def _bcast(ax):
+    """Whether an axis broadcasts: its length is 1 (a new axis, ``x[:1]``, ``x[-1:]``)."""
+    return _one(ax[3]) or ax[4] == ("", 1)
+
+
+def _is_none(node):
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _zero(e):
+    return isinstance(e, ir.Const) and e.value == 0
+
+
+def _one(e):
+    return isinstance(e, ir.Const) and e.value == 1
+
+
+def _const(e):
+    return isinstance(e, ir.Const)
+
+
+def _add(e, c):
+    if c == 0:
+        return e
+    if isinstance(e, ir.Const):
+        return _i(e.value + c)
+    if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.right, ir.Const):
+        return _add(e.left, e.right.value + c)
+    return ir.BinOp("+", e, _i(c), type=T.INT64)
+
+
+def _sub(a, b):
+    if isinstance(b, ir.Const):
+        return _add(a, -b.value)
+    return ir.BinOp("-", a, b, type=T.INT64)
+
+
+def _call(fn, a, b):
+    if fn == "max" and isinstance(a, ir.Shape) and _zero(b):
+        return a
+    if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+        return _i(min(a.value, b.value) if fn == "min" else max(a.value, b.value))
+    return ir.Call(fn, [a, b], type=T.INT64)
+
+
+def length(ax):
+    """The length of a Slab's axis, as numpy gives it (0, not less)."""
+    return _call("max", copy.deepcopy(ax[3]), _i(0))
+
+
+def _sym(n):
+    """A length as (key, offset): ("", c) for a constant, (its IR text, 0) otherwise."""
+    return ("", n.value) if isinstance(n, ir.Const) else (ir.dump(n), 0)
