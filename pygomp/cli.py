@@ -29,13 +29,13 @@ Parameter types, for each parameter, the first that applies: the kernel's
 --signature; the parameter's annotation (a scalar type: float, int, np.float32,
 ...); the type of its default value (n=10: int64, a=2.0: float64); else a float64
 array of the rank the kernel indexes it with.  A type is bool, int8, int16, int32,
-int64, uint8, uint16, uint32, uint64, float32 or float64 for a scalar, and the same
-with [:], [:,:], ... for an array of that rank, e.g.
+int64, uint8, uint16, uint32, uint64, float32, float64, complex64 or complex128 for a
+scalar, and the same with [:], [:,:], ... for an array of that rank, e.g.
   --signature saxpy=float32,float32[:],float32[:]
 """
 
-TYPE_NAMES = ("bool, int8..int64, uint8..uint64, float32, float64, or an array of one "
-              "such as float64[:] or float32[:,:]")
+TYPE_NAMES = ("bool, int8..int64, uint8..uint64, float32, float64, complex64, complex128, "
+              "or an array of one such as float64[:] or float32[:,:]")
 
 
 class UsageError(Exception):

@@ -76,7 +76,8 @@ _D, _Q = struct.Struct("<d"), struct.Struct("<Q")
 _F, _I = struct.Struct("<f"), struct.Struct("<I")
 _FPI = kinds.FIRSTPRIVATE_INT
 _STRUCT = {"b1": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2": "H",
-           "u4": "I", "u8": "Q", "f4": "f", "f8": "d"}   # a result's dtype -> struct code
+           "u4": "I", "u8": "Q", "f4": "f", "f8": "d",
+           "c8": "ff", "c16": "dd"}     # a result's dtype -> struct code
 _Item = mapping.Item
 
 _CHECKED = ("boundscheck",)     # ends the specialization key of a checked call
@@ -110,8 +111,12 @@ def _f32(v):
 
 
 def _word(t):
-    """How a scalar of type ``t`` becomes its argument word."""
+    """How a scalar of type ``t`` becomes its argument word (a complex: a tuple of two,
+    its parts)."""
     from .compiler import types as T
+    if t.is_complex:
+        part = _word(t.real)
+        return lambda v: (part(complex(v).real), part(complex(v).imag))
     if t == T.FLOAT64:
         return _f64
     if t == T.FLOAT32:
@@ -130,7 +135,7 @@ def _arrays(args):
     """The arguments with every array-like (see `constructs.as_array`) as an ndarray."""
     out = []
     for a in args:
-        if not isinstance(a, (np.ndarray, int, float, np.generic)):
+        if not isinstance(a, (np.ndarray, int, float, complex, np.generic)):
             view = as_array(a)
             a = a if view is None else view
         out.append(a)
@@ -155,7 +160,7 @@ def _in_place(kernel, args, dev):
     says why the device cannot use it."""
     out = None
     for pos, a in enumerate(args):
-        if isinstance(a, (np.ndarray, int, float)) or not _on_gpu(a):
+        if isinstance(a, (np.ndarray, int, float, complex)) or not _on_gpu(a):
             continue
         try:
             view = dev.plugin.device_array(dev.local, a)
@@ -310,7 +315,9 @@ class Spec:
         add = items.append
         for pos, ((is_array, how, pname), a) in enumerate(zip(self.steps, args)):
             if not is_array:
-                add(_Item(how(a), 0, _FPI, None))
+                w = how(a)
+                for x in w if isinstance(w, tuple) else (w,):
+                    add(_Item(x, 0, _FPI, None))
                 continue
             if isinstance(a, DeviceArray):      # used in place: its address is the word
                 items += [_Item(a.address, 0, _FPI, None)] + [_Item(n, 0, _FPI, None)
@@ -390,8 +397,10 @@ class _Repeat:
                 i += 1 + a.ndim
             else:
                 self.scalars.append((pos, how, type(a)))
-                slots.append(i)
-                i += 1
+                w = how(a)
+                n = len(w) if isinstance(w, tuple) else 1
+                slots += range(i, i + n)
+                i += n
         items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
         self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
                                self.result.size if self.result else 0)
@@ -399,7 +408,10 @@ class _Repeat:
     def run(self, values):
         """Run with these scalar words; the kernel's result, or None."""
         got = self.call.run(values)
-        return self.result.unpack(got)[0] if self.result else None
+        if not self.result:
+            return None
+        v = self.result.unpack(got)
+        return v[0] if len(v) == 1 else complex(*v)
 
     def values(self, args):
         """The scalar words of a call with the same arrays and scalar types, else None."""
@@ -414,7 +426,8 @@ class _Repeat:
             b = args[pos]
             if type(b) is not typ:
                 return None
-            out.append(word(b))
+            w = word(b)
+            out += w if isinstance(w, tuple) else (w,)
         return out
 
 

@@ -74,14 +74,14 @@ def test_compile_types_from_annotations_defaults_and_signatures(tmp_path):
 
 @pytest.mark.parametrize("signature, message", [
     ("k=float65[:]", "--signature 'k=float65[:]': unknown type 'float65[:]'; a type is bool, "
-                     "int8..int64, uint8..uint64, float32, float64, or an array of one such as "
-                     "float64[:] or float32[:,:]"),
+                     "int8..int64, uint8..uint64, float32, float64, complex64, complex128, or "
+                     "an array of one such as float64[:] or float32[:,:]"),
     ("k=float64[2]", "--signature 'k=float64[2]': unknown type 'float64[2]'; a type is bool, "
-                     "int8..int64, uint8..uint64, float32, float64, or an array of one such as "
-                     "float64[:] or float32[:,:]"),
+                     "int8..int64, uint8..uint64, float32, float64, complex64, complex128, or "
+                     "an array of one such as float64[:] or float32[:,:]"),
     ("float64", "--signature 'float64': write NAME=T1,T2,... (a type is bool, int8..int64, "
-                "uint8..uint64, float32, float64, or an array of one such as float64[:] or "
-                "float32[:,:])"),
+                "uint8..uint64, float32, float64, complex64, complex128, or an array of one "
+                "such as float64[:] or float32[:,:])"),
     ("nosuch=float64", "--signature names 'nosuch', which is no kernel of {f} (kernels: k)"),
 ])
 def test_compile_with_a_bad_signature_says_one_line(tmp_path, signature, message):

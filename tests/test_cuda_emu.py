@@ -214,6 +214,11 @@ def run(lib, kernel, args, gangs, workers, vector, seed=0, forced=False):
             words.append(shape.pop(0))
         elif role == "scalar":
             words.append(_word(t)(next(it)))
+        elif role == "real":                    # a complex: two words
+            z = complex(next(it))
+            words.append(_word(t)(z.real))
+        elif role == "imag":
+            words.append(_word(t)(z.imag))
         else:
             keep.append(np.zeros(1, spec.ret_dtype))
             words.append(keep[-1].ctypes.data)

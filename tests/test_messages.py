@@ -82,7 +82,8 @@ def k_avg(x):
 
 V, M = np.zeros(4), np.zeros((4, 4))
 CASES = [
-    (k_complex, (V,), "complex numbers are not supported in kernels"),
+    (k_complex, (V,), "a complex128 value cannot become float64: take its .real, .imag "
+                      "or abs()"),
     (k_cumsum, (V,), "np.cumsum is not supported in kernels (yet)"),
     (k_class, (V,), "Foo is a class: kernels cannot create objects"),
     (k_yield, (V,), "yield is not supported in kernels"),

@@ -31,7 +31,8 @@ LEVEL_ID = {"gang": ("pyg_g", "pyg_G"), "worker": ("threadIdx.y", "blockDim.y"),
 _TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
           "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-          "float64": "double"}
+          "float64": "double", "complex64": "pyg_complex64",
+          "complex128": "pyg_complex128"}
 _ATOMIC_ADD = {"int32": "int", "uint32": "unsigned int", "int64": "unsigned long long",
                "uint64": "unsigned long long", "float32": "float", "float64": "double"}
 
@@ -61,12 +62,16 @@ class CudaDialect(WorkGroupDialect):
     grid_size = "gridDim.x * blockDim.y * blockDim.x"
     launch_items = "pyg_G * blockDim.y * blockDim.x"
     team_space = "__shared__"
+    complex_struct = True
 
     def preamble(self, fn):
         return _PREAMBLE
 
     def type_name(self, t):
         return _TYPES[t.name]
+
+    def complex_make(self, t, re, im):
+        return f"{_TYPES[t.name]}{{{re}, {im}}}"
 
     def builtin(self, em, name):
         lv, what = {"gang_id": ("gang", 0), "worker_id": ("worker", 0),
@@ -78,13 +83,15 @@ class CudaDialect(WorkGroupDialect):
         return f"((long long){text})"
 
     def scratch_word(self, c, index):
-        return f"*(volatile {c} *)&pyg_gs[{index}]"
+        vol = "" if c.startswith("pyg_complex") else "volatile "   # C++: no volatile copy
+        return f"*({vol}{c} *)&pyg_gs[{index}]"
 
     def tree_slots(self, fn, plan):
-        """One word per thread when the kernel reduces over a block's threads."""
-        return int(bool(plan.reductions) or any(
-            isinstance(n, ir.ParLoop) and n.reductions and n.levels[0] != "vector"
-            for n in ir.walk(fn.body)))
+        """One value per thread when the kernel reduces over a block's threads (two
+        words for a complex128)."""
+        return max([getattr(r.type, "words", 1) for n in ir.walk(fn.body)
+                    if isinstance(n, ir.ParLoop) and n.levels[0] != "vector"
+                    for r in n.reductions], default=int(bool(plan.reductions)))
 
     # -- kernel entry --------------------------------------------------------------
     def kernel_head(self, em, fn):
@@ -253,6 +260,9 @@ class CudaDialect(WorkGroupDialect):
     def _shfl(self, t, v):
         if t.is_bool:
             return f"(bool)__shfl_xor_sync(pyg_lanes, (int){v}, o)"
+        if t.is_complex:
+            return self.complex_make(t, self._shfl(t.real, f"({v}).x"),
+                                     self._shfl(t.real, f"({v}).y"))
         return f"__shfl_xor_sync(pyg_lanes, {v}, o)"
 
 

@@ -70,6 +70,13 @@ class HostDialect(Dialect):
     def preamble(self, fn):
         return _PREAMBLE
 
+    def complex_make(self, t, re, im):
+        r = t.real.c
+        return f"__builtin_complex(({r})({re}), ({r})({im}))"
+
+    def complex_part(self, z, part):
+        return f"__{part}__ ({z})"
+
     def builtin(self, em, name):
         levels = em.state.threads
         if name in ("vector_id",):
@@ -120,7 +127,8 @@ class HostDialect(Dialect):
         threaded = not em.state.threads and any(
             lv in ("gang", "worker") for lv in loop.levels)
         simd = ("vector" in loop.levels and not loop.has_sync   # innermost loops only:
-                and not any(isinstance(r.type, T.Array) for r in loop.reductions)
+                and not any(isinstance(r.type, T.Array) or r.type.is_complex and r.op != "+"
+                            for r in loop.reductions)       # numpy's complex product
                 and not any(isinstance(n, (ir.For, ir.While, ir.ParLoop))  # gcc vectorizes
                             for n in ir.walk(loop.body)))                 # the inner one
         u = em.uid()

@@ -315,7 +315,8 @@ def tree_words(fn) -> int:
     tree = 0
     for n in ir.walk(fn.body):
         if isinstance(n, ir.ParLoop) and n.levels != ("gang",):
-            tree = max(tree, len(_scalars(n)))
+            tree = max(tree, len(_scalars(n)) * max([r.type.words for r in _scalars(n)],
+                                                    default=1))
         if isinstance(n, (ir.For, ir.While)) and syncs(n.body):
             tree = max(tree, 1)                # a group-wide trip count (`_group_for`)
     return tree

@@ -29,7 +29,8 @@ from .loops import COUNT, ID, LoopLowering, tree_words
 
 C_TYPES = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
            "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
-           "uint64": "ulong", "float32": "float", "float64": "double"}
+           "uint64": "ulong", "float32": "float", "float64": "double",
+           "complex64": "pyg_complex64", "complex128": "pyg_complex128"}
 
 
 def _preamble():
@@ -66,15 +67,17 @@ def _preamble():
 _PREAMBLE = _preamble()
 
 
+_DOUBLES = (T.FLOAT64, T.COMPLEX128)
+
+
 def _uses_float64(fn) -> bool:
     fns = [fn] + list(fn.helpers)
     for f in fns:
         for _, t in list(f.params) + list(f.decls) + [(None, f.ret)]:
-            if t == T.FLOAT64 or (isinstance(t, T.Array) and t.elem == T.FLOAT64):
+            if getattr(t, "elem", t) in _DOUBLES:
                 return True
         for n in ir.walk(f.body):
-            t = getattr(n, "type", None)
-            if t == T.FLOAT64 or (isinstance(t, T.Array) and t.elem == T.FLOAT64):
+            if getattr(getattr(n, "type", None), "elem", getattr(n, "type", None)) in _DOUBLES:
                 return True
     return False
 
@@ -103,6 +106,9 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     glob, local, team_space = "__global ", "__local ", "__local"
 
     # -- text pieces ---------------------------------------------------------------
+    fp64_guard = ("#ifdef cl_khr_fp64", "#endif")
+    complex_struct = True
+
     def preamble(self, fn):
         return _PREAMBLE
 

@@ -6,6 +6,7 @@
     forms.py       forms rewritten into those: enumerate/zip, tuple returns, nested def
     annotate.py    parameter annotations (one parser for kernels, build and the CLI)
     types.py       scalar and array types (arrays carry their address space)
+    complexes.py   complex64/complex128: front-end rules and their C text per dialect
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
     emit.py        the one emitter, and `Dialect`: the hooks a target implements

@@ -83,8 +83,10 @@ def load(em, e) -> str:
     if name is None:
         name = f"pyg_rd{len(em.readers)}"
         em.readers[ptr] = name
-        em.reader_defs.append(f"{em.d.inline} {em.type(e.array.type.elem)} {name}(const {ptr}a, "
-                              f"{em.type(T.INT64)} k) {{ return k >= 0 ? a[k] : 0; }}")
+        elem = e.array.type.elem
+        em.reader_defs.append(f"{em.d.inline} {em.type(elem)} {name}(const {ptr}a, "
+                              f"{em.type(T.INT64)} k) {{ return k >= 0 ? a[k] : "
+                              f"{em.d.const(0, elem)}; }}")
     text = f"{name}({e.array.name}, {flat(em, e.array, e.indices, e.fixed)})"
     return em.loads.get(text, text)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import cmath
 import math
 
 import numpy as np
 
-from . import ir, lang, precheck
+from . import complexes, ir, lang, precheck
 from . import types as T
 from .expressions import _UNSET, _i, _result_type
 
@@ -38,6 +39,8 @@ for _np in ("isnan", "isinf", "isfinite"):
 MINMAX = {builtins.min: "min", builtins.max: "max",       # Python's: the first NaN wins
           np.minimum: "minimum", np.maximum: "maximum"}   # numpy's: any NaN wins
 ABS = (builtins.abs, np.abs, np.absolute)
+COMPLEX = {np.conj: "conj", np.conjugate: "conj", np.real: "real", np.imag: "imag",
+           cmath.exp: "exp", cmath.sqrt: "sqrt"}     # besides abs, np.exp and np.sqrt
 
 
 class Calls:
@@ -48,8 +51,14 @@ class Calls:
             raise self.error(call, f"{ast.unparse(call.func)}() takes {n} positional arguments")
 
     def expr_Call(self, node):
-        if isinstance(node.func, ast.Lambda):
+        f = node.func
+        if isinstance(f, ast.Lambda):
             raise self.error(node, precheck.LAMBDA)
+        if isinstance(f, ast.Attribute) and f.attr == "conjugate" and not node.args \
+                and self.callee(f) is _UNSET:       # z.conjugate()
+            z = self.expr(f.value)
+            if isinstance(z.type, T.Scalar):
+                return complexes.call(self, "conj", [z], node)
         made = self.array_call(node)        # numpy reductions, np.where (arrays.py)
         if made is not None:
             return made
@@ -84,6 +93,10 @@ class Calls:
             if not isinstance(a.type, T.Scalar):
                 raise self.error(n, f"{ast.unparse(n)} is an array; "
                                     f"{ast.unparse(node.func)}() takes scalars")
+        if obj is complex or (isinstance(obj, type) and issubclass(obj, np.complexfloating)):
+            return complexes.make(self, args, None if obj is complex else T.scalar(obj), node)
+        if any(a.type.is_complex for a in args):
+            return self.complex_call(obj, args, node)
         if obj in (int, float, bool) or (isinstance(obj, type) and issubclass(obj, np.generic)):
             if len(args) != 1:
                 raise self.error(node, f"{ast.unparse(node.func)}() takes one argument")
@@ -130,7 +143,27 @@ class Calls:
             if kind == "b":
                 call.type = T.BOOL
             return call
+        if _hashable(obj) and obj in COMPLEX:
+            return complexes.call(self, COMPLEX[obj], args, node)
         raise self.error(node, _refused(ast.unparse(node.func), obj))
+
+    def complex_call(self, obj, args, node):
+        """A call with a complex argument: abs, np.conj, np.exp, np.sqrt, ..."""
+        name = ast.unparse(node.func)
+        if any(obj is f for f in ABS):
+            return complexes.call(self, "abs", args, node)
+        if _hashable(obj) and obj in COMPLEX:
+            return complexes.call(self, COMPLEX[obj], args, node)
+        if obj in (int, float, bool) or obj in MINMAX or (
+                isinstance(obj, type) and issubclass(obj, np.generic)):
+            raise self.error(node, f"{name}() of a complex number: take its .real, .imag or "
+                                   f"abs() first")
+        entry = MATH.get(obj) if _hashable(obj) else None
+        if entry is not None and str(getattr(obj, "__module__", "")) != "math" \
+                and len(args) == 1:             # np.exp, np.sqrt (math's take reals)
+            return complexes.call(self, entry[0], args, node)
+        raise self.error(node, f"{name}() of a complex number is not supported in kernels "
+                               f"(complex: abs, np.conj, np.exp, np.sqrt, .real, .imag)")
 
     def helper_call(self, helper, node):
         fn, args = self.helper(helper, node)
@@ -170,10 +203,16 @@ class Calls:
         return fn, args
 
 
+def _hashable(obj):
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
 def _refused(name, obj):
     """Why a call of ``obj`` (written ``name``) is refused."""
-    if obj is complex or (isinstance(obj, type) and issubclass(obj, np.complexfloating)):
-        return "complex numbers are not supported in kernels"
     if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
             or isinstance(obj, np.ufunc):
         return f"{name} is not supported in kernels (yet)"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import atomics, boundscheck, hoist, ir, printing
+from . import atomics, boundscheck, complexes, hoist, ir, printing
 from . import types as T
 from .reductions import combine
 
@@ -51,11 +51,27 @@ class Dialect:
         return f"{self.type_name(t.elem)} *"
 
     def const(self, value, t: T.Scalar) -> str:
+        if t.is_complex:
+            return complexes.const(self, value, t)
         return c_const(value, t, self.type_name(t))
 
     def identity(self, op: str, t: T.Scalar) -> str:
         """The identity of a reduction operator, as text."""
+        if t.is_complex:
+            return self.const(int(op == "*"), t)
         return T.IDENTITY[op](t)
+
+    # -- complex numbers (see `pygomp.compiler.complexes`) -----------------------------
+    fp64_guard = ("", "")       # lines around the complex128 functions
+    complex_struct = False      # the unit defines each complex type: a struct {x, y}
+
+    def complex_make(self, t: T.Scalar, re: str, im: str) -> str:
+        """A complex ``t`` from its parts (text of ``t.real`` values)."""
+        return f"({self.type_name(t)}){{{re}, {im}}}"
+
+    def complex_part(self, z: str, part: str) -> str:
+        """The real or imaginary part of a complex value (an lvalue where ``z`` is)."""
+        return f"({z}).{'x' if part == 'real' else 'y'}"
 
     float32_suffix = "f"    # C and CUDA name float32 math with an f; OpenCL C overloads
 
@@ -291,13 +307,15 @@ def written(fn: ir.Function) -> dict:
 
 def arg_words(fn: ir.Function):
     """[(C name, type, role)], one per argument word (in the order of
-    `pygomp.runtime.plugin.KernelInfo.args`); role is "array", "shape", "scalar" or
-    "ret"."""
+    `pygomp.runtime.plugin.KernelInfo.args`); role is "array", "shape", "scalar",
+    "real" and "imag" (the parts of a complex scalar) or "ret"."""
     out = []
     for name, t in fn.params:
         if isinstance(t, T.Array):
             out.append((name, t, "array"))
             out += [(f"{name}__s{k}", T.INT64, "shape") for k in range(t.ndim)]
+        elif t.is_complex:
+            out += [(f"{name}__re", t.real, "real"), (f"{name}__im", t.real, "imag")]
         else:
             out.append((name, t, "scalar"))
     if fn.ret is not T.VOID:
@@ -318,13 +336,14 @@ def word_kinds(fn: ir.Function) -> tuple:
 
 def private_terms(fn: ir.Function) -> tuple:
     """`KernelInfo.private` of a kernel: its private arrays sized at run time and its
-    array reduction copies (``fn.sizes``), one 8-byte word per element and participant;
-    an extent must be a constant, a scalar argument or an array extent (the plugin
-    multiplies argument words)."""
+    array reduction copies (``fn.sizes``), one 8-byte word per element (two for a
+    complex128) and participant; an extent must be a constant, a scalar argument or an
+    array extent (the plugin multiplies argument words)."""
     index = {name: k for k, (name, _, _) in enumerate(arg_words(fn))}
     terms = []
+    per = elem_words(fn)
     for name, dims in fn.sizes.items():
-        size, words = 8, []
+        size, words = 8 * per.get(name, 1), []
         for e in dims:
             if isinstance(e, ir.Const):
                 size *= int(e.value)
@@ -339,6 +358,15 @@ def private_terms(fn: ir.Function) -> tuple:
                                    fn.decl_lines.get(name, fn.line))
         terms.append((size, tuple(words)))
     return tuple(terms)
+
+
+def elem_words(fn: ir.Function) -> dict:
+    """{private array or array reduction copy: the 8-byte words of one element}."""
+    arrays = list(fn.decls)
+    for n in ir.walk(fn.body):
+        if isinstance(n, ir.ParLoop):
+            arrays += n.decls + [(r.local, r.type) for r in n.reductions]
+    return {name: t.elem.words for name, t in arrays if isinstance(t, T.Array)}
 
 
 def c_const(value, t: T.Scalar, tname: str) -> str:
@@ -419,6 +447,8 @@ class Emitter:
         if pre:
             self.out.append(pre.rstrip("\n"))
             self.out.append("")
+        if complexes.uses(fn):
+            self.out.append(complexes.helpers(self.d))
         if self.check:
             head = len(self.out) + 1
             self.out += [boundscheck.functions(self.d, fn.wraparound).rstrip("\n"), ""]
@@ -430,6 +460,10 @@ class Emitter:
             self.at(fn.line)
             self.d.kernel_open(self, fn)
             with self.indent():
+                for name, t in fn.params:       # a complex argument comes as two words
+                    if isinstance(t, T.Scalar) and t.is_complex:
+                        self.line(f"{self.type(t)} {name} = {complexes.fn(t, 'make')}"
+                                  f"({name}__re, {name}__im);")
                 self.decls(fn.decls)
                 self.d.kernel_body(self, fn, body)
             self.d.kernel_close(self, fn)
@@ -551,7 +585,7 @@ class Emitter:
                 text, name = self.expr(load), f"__h{u}_{m}"
                 self.site_line = None
                 self.line(f"const {self.type(load.type)} {name} = {start} < __stop{u} ? "
-                          f"{text} : 0;")
+                          f"{text} : {self.d.const(0, load.type)};")
                 hoisted[text] = name
             self.loads.update(hoisted)
             self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
@@ -617,9 +651,11 @@ class Emitter:
         """({array: the word where it starts in a participant's private scratch}, the
         words per participant), as text, in the order of `private_terms`."""
         offsets, off = {}, "0"
+        words = elem_words(self.fn)
         for name in self.fn.sizes:
             offsets[name] = off
-            n = " * ".join(f"({e})" for e in self.extents(name))
+            n = " * ".join([f"({e})" for e in self.extents(name)]
+                           + ["2"] * (words.get(name, 1) == 2))
             off = n if off == "0" else f"{off} + {n}"
         return offsets, off
 
@@ -770,12 +806,18 @@ class Emitter:
         return self.loads.get(text, text)
 
     def e_BinOp(self, e):
+        if complexes.involved(e):
+            return complexes.expr(self, e)
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
 
     def e_Unary(self, e):
+        if complexes.involved(e):
+            return complexes.expr(self, e)
         return f"({e.op}{self.expr(e.operand)})"
 
     def e_Compare(self, e):
+        if complexes.involved(e):
+            return complexes.expr(self, e)
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
 
     def e_Logical(self, e):
@@ -785,11 +827,15 @@ class Emitter:
         return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
 
     def e_Cast(self, e):
+        if complexes.involved(e):
+            return complexes.expr(self, e)
         if e.type.is_bool:
             return f"({self.expr(e.operand)} != 0)"
         return f"(({self.type(e.type)}){self.expr(e.operand)})"
 
     def e_Call(self, e):
+        if complexes.involved(e):
+            return complexes.expr(self, e)
         argt = e.args[0].type if e.args else e.type
         return self.d.call(e.fn, argt, [self.expr(a) for a in e.args])
 

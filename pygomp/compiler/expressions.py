@@ -8,7 +8,7 @@ import copy
 
 import numpy as np
 
-from . import ir, nonneg
+from . import complexes, ir, nonneg
 from . import types as T
 
 _UNSET = object()
@@ -73,6 +73,9 @@ class Expressions:
         v = self.expr(node)
         if not isinstance(v.type, T.Scalar):
             raise self.error(node, "a condition must be a scalar")
+        if v.type.is_complex:
+            raise self.error(node, f"{ast.unparse(node)} is complex: compare it (z != 0) to "
+                                   f"make a condition")
         return v
 
     def int_expr(self, node):
@@ -93,6 +96,8 @@ class Expressions:
             return ir.Const(int(v), type=T.INT64, weak=True)
         if isinstance(v, float):
             return ir.Const(v, type=T.FLOAT64, weak=True)
+        if isinstance(v, complex):
+            return ir.Const(v, type=T.COMPLEX128, weak=True)
         if isinstance(v, np.generic):
             t = T.scalar(v.dtype)
             return ir.Const(v.item(), type=t)
@@ -115,7 +120,7 @@ class Expressions:
         return self.global_value(v, name, node)
 
     def global_value(self, v, name, node):
-        if isinstance(v, (bool, int, float, np.generic)):
+        if isinstance(v, (bool, int, float, complex, np.generic)):
             return self.const(v, node)
         if isinstance(v, np.ndarray):
             raise self.error(node, f"global array {name!r}: pass arrays to a kernel as "
@@ -137,6 +142,10 @@ class Expressions:
             raise self.error(node, f"array attribute .{node.attr}: use .shape[k], .size or "
                                    f".ndim")
         v = self.static(node)
+        if v is _UNSET and node.attr in ("real", "imag"):
+            x = self.expr(node.value)
+            if isinstance(x.type, T.Scalar):
+                return complexes.part(x, node.attr)
         if v is _UNSET:
             raise self.error(node, f"{ast.unparse(node)} is not supported in kernels")
         return self.global_value(v, ast.unparse(node), node)
@@ -287,6 +296,8 @@ class Expressions:
 
     def binop(self, op, a, b, node):
         t = _result_type(a, b)
+        if t.is_complex:
+            return complexes.binop(self, op, a, b, t, node)
         weak = a.weak and b.weak
         if op in ("<<", ">>", "&", "|", "^"):
             if t.is_float:
@@ -324,9 +335,11 @@ class Expressions:
         if not isinstance(v.type, T.Scalar):
             raise self.error(node, "unary operators need a scalar")
         if isinstance(node.op, ast.Not):
+            if v.type.is_complex:
+                return complexes.compare(self, "==", v, self.const(0j, node), v.type, node)
             return ir.Unary("!", v, type=T.BOOL)
         if isinstance(node.op, ast.Invert):
-            if v.type.is_float:
+            if v.type.is_float or v.type.is_complex:
                 raise self.error(node, "~ needs an integer")
             return ir.Unary("!" if v.type.is_bool else "~", v, type=v.type, weak=v.weak)
         op = "-" if isinstance(node.op, ast.USub) else "+"
@@ -343,6 +356,11 @@ class Expressions:
                 raise self.error(node, f"comparison {type(op).__name__} is not supported")
             right = self.expr(right_node)
             t = _result_type(left, right)
+            if t.is_complex:
+                c = complexes.compare(self, cop, left, right, t, node)
+                out = c if out is None else ir.Logical("&&", out, c, type=T.BOOL)
+                left = right
+                continue
             c = ir.Compare(cop, self.convert(left, t, node), self.convert(right, t, node),
                            type=T.BOOL)
             out = c if out is None else ir.Logical("&&", out, c, type=T.BOOL)
@@ -371,7 +389,12 @@ class Expressions:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
             raise self.error(node, f"cannot use {v.type} as {t}")
+        if v.type.is_complex and not t.is_complex:
+            raise self.error(node, f"a {v.type} value cannot become {t}: take its .real, "
+                                   f".imag or abs()")
         if isinstance(v, ir.Const) and v.weak:
+            if t.is_complex:
+                return ir.Const(complex(v.value), type=t)
             if t.is_bool:
                 return ir.Const(bool(v.value), type=t)
             if t.is_int and isinstance(v.value, float):

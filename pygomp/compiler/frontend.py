@@ -23,7 +23,9 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value, but not
   a kernel's scalar argument: a Python float passed is float64 (``a * x[i]`` with
   float32 ``x`` is float64 where numpy 2 gives float32; annotate ``a: np.float32``);
-- global scalars (module constants) are read once, when the kernel is compiled.
+- global scalars (module constants) are read once, when the kernel is compiled;
+- a complex np.exp or np.sqrt with an infinite or NaN part may differ from numpy's, whose
+  special cases the kernels do not all follow (finite values agree).
 
 Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
 belongs to one iteration (and is undefined after the loop); an enclosing scalar that the

@@ -24,19 +24,21 @@ from . import types as T
 class Op:
     def __init__(self, name, kinds):
         self.name = name
-        self.kinds = kinds          # "i" ints, "f" floats, "b" bools
+        self.kinds = kinds          # "i" ints, "f" floats, "c" complexes, "b" bools
 
     def check(self, t, error):
         ok = ((t in T.REDUCIBLE and (("i" in self.kinds and t.is_int)
-                                     or ("f" in self.kinds and t.is_float)))
+                                     or ("f" in self.kinds and t.is_float)
+                                     or ("c" in self.kinds and t.is_complex)))
               or (t.is_bool and "b" in self.kinds))
         if not ok:
             raise error(f"operator {self.name} does not apply to {t} (reductions take "
-                        f"int32, int64, float32, float64; bitwise ones only integers)")
+                        f"int32, int64, float32, float64, and complex64 and complex128 "
+                        f"for + and *; bitwise ones only integers)")
 
 
 OPS = {op.name: op for op in (
-    Op("+", "if"), Op("*", "if"), Op("max", "if"), Op("min", "if"),
+    Op("+", "ifc"), Op("*", "ifc"), Op("max", "if"), Op("min", "if"),
     Op("&", "ib"), Op("|", "ib"), Op("^", "ib"), Op("and", "ifb"), Op("or", "ifb"))}
 assert tuple(OPS) == precheck.REDUCTION_OPS      # what @omp.target checks at once
 

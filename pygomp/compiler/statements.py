@@ -64,6 +64,9 @@ class Statements:
             if not isinstance(v.type, T.Scalar):
                 raise self.error(call, f"print() of the array {ast.unparse(a)!r}: print "
                                        f"its elements (print({ast.unparse(a)}[i]))")
+            if v.type.is_complex:
+                raise self.error(call, f"print() of the complex {ast.unparse(a)!r}: print "
+                                       f"its parts ({ast.unparse(a)}.real, .imag)")
             items.append(v)
         return ir.Print(items, **kw)
 
@@ -78,8 +81,8 @@ class Statements:
         name = f"omp.atomic_{op}"
         if isinstance(target, ir.View):
             raise self.error(call, f"{name} needs an index for every dimension")
-        if t.is_bool:
-            raise self.error(call, f"{name} on a bool array: use a numeric type")
+        if t.is_bool or t.is_complex:
+            raise self.error(call, f"{name} on a {t} array: use an integer or float type")
         vals = [self.convert(self.expr(v), t, call) for v in vals]
         if op == "add" and not capture and t in (T.INT32, T.INT64, T.UINT32, T.UINT64,
                                                  T.FLOAT32, T.FLOAT64):
@@ -177,6 +180,10 @@ class Statements:
             t = self.subscript(target.value, idx, target)
             v = self.expr(value_node)
             return ir.Assign(t, self.convert(v, t.type, s))
+        if isinstance(target, ast.Attribute) and target.attr in ("real", "imag"):
+            raise self.error(s, f"cannot assign to {ast.unparse(target)}: a complex number "
+                                f"is immutable (as numpy's elements are); assign the whole "
+                                f"value, e.g. x[i] = complex(v, x[i].imag)")
         if not isinstance(target, ast.Name):
             raise self.error(s, f"cannot assign to {ast.unparse(target)}")
         name = target.id
@@ -214,7 +221,7 @@ class Statements:
             elif not (v.weak and T.promote_weak(old, vt) == old):
                 new = T.promote(old, vt) if not v.weak else T.promote_weak(old, vt)
                 if new != old:
-                    if old.is_float and not new.is_float:
+                    if old.is_float and not (new.is_float or new.is_complex):
                         raise self.error(s, f"{name!r} is {old} and gets {vt}")
                     self.vtypes[name] = new
                     self.changed = True

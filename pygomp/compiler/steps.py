@@ -28,9 +28,10 @@ pass adds) are kept in scratch words: an entry loads them at its start and one w
 gang 0 has finished, an entry reads one copy (area ``parity[k]``) and writes the other;
 a loop of launches gets an even number of entries (an empty one is added if needed) so
 that every path alternates.  Scratch layout, in 8-byte words: area 0 (``words`` words),
-area 1, then the gang partials: gang g's partial of gang reduction slot r at word
-``2 * words + g * len(reductions) + r``.  A gang loop with reductions leaves its number
-of gangs in its ``pending`` word (zero: nothing to combine).
+area 1, then the gang partials: gang g's partial of gang reduction r at word
+``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words, as a carried
+one does).  A gang loop with reductions leaves its number of gangs in its ``pending``
+word (zero: nothing to combine).
 
 This module only decides; `pygomp.compiler.workgroup` writes the entries, the loads
 and stores of carried words, the partials and the ``done`` and ``pending`` words.  The
@@ -76,19 +77,25 @@ class Plan:
 
     @property
     def words(self) -> int:
-        return len(self.carried)
+        return sum(t.words for _, t in self.carried)
 
     def word(self, name: str, area: int) -> int:
-        """The scratch word of a carried scalar in an area (0 or 1)."""
-        return area * self.words + [n for n, _ in self.carried].index(name)
+        """The first scratch word of a carried scalar in an area (0 or 1)."""
+        names = [n for n, _ in self.carried]
+        return area * self.words + sum(t.words for _, t in self.carried[:names.index(name)])
 
     @property
     def scratch_words(self) -> int:
         return 2 * self.words
 
+    def offset(self, r) -> int:
+        """The first word of gang reduction ``r``'s partial in a gang's words."""
+        rs = [x for _, x in self.reductions]
+        return sum(x.type.words for x in rs[:next(k for k, x in enumerate(rs) if x is r)])
+
     @property
     def gang_words(self) -> int:
-        return len(self.reductions)
+        return sum(r.type.words for _, r in self.reductions)
 
 
 def _flow(ops, before, preds):

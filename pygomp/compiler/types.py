@@ -25,6 +25,20 @@ class Scalar:
         return self.name.startswith("float")
 
     @property
+    def is_complex(self):
+        return self.name.startswith("complex")
+
+    @property
+    def real(self):
+        """The type of a complex's parts (the type itself for the others)."""
+        return {"complex64": FLOAT32, "complex128": FLOAT64}.get(self.name, self)
+
+    @property
+    def words(self):
+        """The 8-byte words a value takes in a scratch buffer."""
+        return 2 if self.size > 8 else 1
+
+    @property
     def is_int(self):
         return self.name.startswith(("int", "uint"))
 
@@ -76,11 +90,13 @@ INT8, INT16, INT32, INT64 = (_s("int8", "int8_t"), _s("int16", "int16_t"),
 UINT8, UINT16, UINT32, UINT64 = (_s("uint8", "uint8_t"), _s("uint16", "uint16_t"),
                                  _s("uint32", "uint32_t"), _s("uint64", "uint64_t"))
 FLOAT32, FLOAT64 = _s("float32", "float"), _s("float64", "double")
+COMPLEX64, COMPLEX128 = _s("complex64", "float _Complex"), _s("complex128", "double _Complex")
 VOID = Void()
 
 SCALARS = {t.name: t for t in (BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32,
                                UINT64, FLOAT32, FLOAT64)}
-REDUCIBLE = (INT32, INT64, FLOAT32, FLOAT64)
+COMPLEX = {t.name: t for t in (COMPLEX64, COMPLEX128)}     # see complexes.py
+REDUCIBLE = (INT32, INT64, FLOAT32, FLOAT64, COMPLEX64, COMPLEX128)
 
 
 def scalar(x) -> Scalar:
@@ -93,14 +109,16 @@ def scalar(x) -> Scalar:
         return INT64
     if x is bool:
         return BOOL
+    if x is complex:
+        return COMPLEX128
     try:
         name = np.dtype(x).name
     except TypeError:
         raise TypeError(f"not a kernel scalar type: {x!r}") from None
-    if name not in SCALARS:
+    if name not in SCALARS and name not in COMPLEX:
         raise TypeError(f"unsupported dtype {name}: use bool, int8..int64, uint8..uint64, "
-                        f"float32 or float64")
-    return SCALARS[name]
+                        f"float32, float64, complex64 or complex128")
+    return SCALARS.get(name) or COMPLEX[name]
 
 
 def of_value(v):
@@ -115,8 +133,10 @@ def of_value(v):
         return INT64
     if isinstance(v, float):
         return FLOAT64
+    if isinstance(v, complex):
+        return COMPLEX128
     raise TypeError(f"unsupported kernel argument of type {type(v).__name__}: "
-                    f"pass numpy arrays, ints, floats, bools or numpy scalars")
+                    f"pass numpy arrays, ints, floats, complexes, bools or numpy scalars")
 
 
 def promote(a: Scalar, b: Scalar) -> Scalar:
@@ -131,12 +151,17 @@ def promote_weak(t: Scalar, weak: Scalar) -> Scalar:
         return t
     if weak.is_int:
         return t if not t.is_bool else INT64
-    return t if t.is_float else FLOAT64
+    if weak.is_complex:
+        return t if t.is_complex else COMPLEX64 if t == FLOAT32 else COMPLEX128
+    return t if t.is_float or t.is_complex else FLOAT64
 
 
 def can_assign(dst: Scalar, src: Scalar) -> bool:
-    """Implicit conversions allowed on assignment: anything but float -> int/bool."""
-    return not (src.is_float and not dst.is_float)
+    """Implicit conversions allowed on assignment: anything but float -> int/bool and
+    complex -> real."""
+    if src.is_complex:
+        return dst.is_complex
+    return not (src.is_float and not (dst.is_float or dst.is_complex))
 
 
 IDENTITY = {   # reduction operator -> identity, as a function of the type

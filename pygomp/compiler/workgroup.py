@@ -12,8 +12,8 @@ scratch, finishes the gang reductions the launch before left (one partial per ga
 the scratch), sums the copies of a gang loop's array reductions when it is that loop's
 summing launch, runs its statements (none after a ``return``) and lets one work-item
 store the carried scalars into the other area.  Private arrays sized at run time and
-array reduction copies live in the private scratch, one 8-byte word per element, a
-work-item's part after the previous one's.  The kernel's arguments are described once
+array reduction copies live in the private scratch, one 8-byte word per element (two
+for a complex128), a work-item's part after the previous one's.  The kernel's arguments are described once
 by `pygomp.runtime.plugin.KernelInfo` and `emit.arg_words`.
 
 A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP and
@@ -130,7 +130,7 @@ class WorkGroupDialect(Dialect):
         """One entry per launch of `steps.plan` (gang loops end their launch)."""
         st = em.state
         st.plan = plan = steps.plan(fn)
-        st.slots = {r.rid: k for k, (_, r) in enumerate(plan.reductions)}
+        st.slots = {r.rid: plan.offset(r) for _, r in plan.reductions}
         st.names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                     for k in range(len(plan.entries))]
         st.tree = self.tree_slots(fn, plan)
@@ -498,7 +498,7 @@ class WorkGroupDialect(Dialect):
         """All-reduce ``items`` [(outer, local, op, type)] over the n work-items of a
         segment of the group starting at ``base``: inputs in slot r*L + base + idx, one
         work-item combines them into slot (R + r)*L + base; two barriers whatever the
-        number of reductions (2R slots per work-item)."""
+        number of reductions (2R slots per work-item, of two words for a complex128)."""
         u = em.uid()
         R = len(items)
         i64 = self.type_name(T.INT64)
@@ -507,9 +507,12 @@ class WorkGroupDialect(Dialect):
             em.line(f"const {i64} pyg_b{u} = {base}, pyg_x{u} = {idx};")
             em.line(f"const {i64} pyg_L{u} = {self.block_size};")
 
+            w = max(t.words for *_, t in items)     # words per slot
+
             def slot(r, k, result=False):
+                at = f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k}"
                 return (f"*({self.local}{self.type_name(items[r][3])} *)(pyg_tree + "
-                        f"{R + r if result else r} * pyg_L{u} + pyg_b{u}{k})")
+                        f"{at if w == 1 else f'{w} * ({at})'})")
 
             em.line(f"if ({writer}) {{")
             with em.indent():

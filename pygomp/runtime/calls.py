@@ -20,7 +20,7 @@ from . import devices, env, kinds, mapping, trace
 from .entries import WORD, Item, death, down, owner, ref
 from .intervals import hits
 
-RESULT = 8          # bytes of a result slot: a kernel's result is a scalar
+RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
 SMALL = 1 << 16     # bytes: an absent item up to this size is made at each call
 MADE = 8            # at most this many such items in one call
 
