@@ -179,12 +179,15 @@ class Spec:
     per device identity, and the recipe that turns a call's arguments into map items.  The
     compiler runs only for a target whose source is not on disk (`kernel_cache`)."""
 
-    def __init__(self, kernel, argtypes, boundscheck=False):
+    def __init__(self, kernel, argtypes, boundscheck=False, weak=()):
         from .compiler import types as T
         self.kernel = kernel
         self.checked = boundscheck      # every access checked, the record its last array
         self.wraparound = kernel.wraparound     # negative indices count from the end
-        self.name = (f"{kernel.__name__}__{_tag(argtypes)}" + ("__bc" if boundscheck else "")
+        # Python scalars (not annotated) are weak, as NEP 50 makes them
+        self.weak = tuple(p for p in weak if kernel.annotations.get(p) is None)
+        self.name = (f"{kernel.__name__}__{_tag(argtypes, kernel.param_names, self.weak)}"
+                     + ("__bc" if boundscheck else "")
                      + ("" if self.wraparound else "__nw"))
         # annotations win over the scalar types of a call, as in the compiler
         anns = [kernel.annotations.get(pname) for pname in kernel.param_names]
@@ -213,7 +216,7 @@ class Spec:
             from .compiler import frontend, reductions
             ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
                                            name=self.name, boundscheck=self.checked,
-                                           wraparound=self.wraparound)
+                                           wraparound=self.wraparound, weak=self.weak)
             reductions.lower(ir)
             self._params, self._ret, self._ir = ir.params, ir.ret, ir
         return self._ir
@@ -443,15 +446,22 @@ def _dead():
     return None
 
 
-def _tag(argtypes):
+def _tag(argtypes, names, weak):
+    """The part of a specialization's name its types make (``w``: a weak scalar)."""
     from .compiler import types as T
     out = []
-    for t in argtypes:
+    for t, name in zip(argtypes, names):
         if isinstance(t, T.Array):
             out.append(f"{_short(t.elem)}{t.ndim}")
         else:
-            out.append(_short(t))
+            out.append(_short(t) + ("w" if name in weak else ""))
     return "_".join(out) or "void"
+
+
+def _python_scalars(names, args):
+    """The parameters given Python scalars (bool, int, float, complex): NEP 50's weak
+    ones."""
+    return tuple(n for n, a in zip(names, args) if type(a) in (bool, int, float, complex))
 
 
 def _short(t):
@@ -548,7 +558,8 @@ class Kernel:
             with self._lock:
                 s = self._specs.get(key)
                 if s is None:
-                    s = self._specs[key] = Spec(self, self.argtypes(args), check)
+                    s = self._specs[key] = Spec(self, self.argtypes(args), check,
+                                                _python_scalars(self.param_names, args))
         return s
 
     def argtypes(self, args):

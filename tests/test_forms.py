@@ -213,6 +213,27 @@ def test_nep50_weak_python_scalars(device):
     np.testing.assert_allclose(out, out_py, rtol=1e-6)     # (OpenCL may fuse a*b+c)
 
 
+@omp.target
+def scaled(a, n, x, out):
+    for i in omp.parallel_range(x.shape[0]):
+        out[i] = a * x[i]
+    return x[0] * n
+
+
+@pytest.mark.parametrize("a, n", [(1 / 3, 3), (np.float64(1 / 3), np.int64(3))],
+                         ids=["python", "numpy"])
+def test_nep50_weak_scalar_arguments(device, a, n):
+    """A Python float or int passed to a kernel is weak, as in numpy 2: ``a * x[i]``
+    with float32 ``x`` is float32 for ``a = 1/3`` and float64 for ``np.float64(1/3)``
+    (stored into a float64 array, the two differ); a Python int times float32 stays
+    float32, an int64 makes it float64."""
+    x = np.full(5, 1 / 3, F32)
+    out, out_py = np.zeros(5), np.zeros(5)
+    got, want = scaled.on(device)(a, n, x, out), scaled.py_func(a, n, x, out_py)
+    assert np.array_equal(out, out_py), (out, out_py)
+    assert float(got) == float(want)        # 1.0 in float32, 1.0000000298 in float64
+
+
 def test_tuple_returns_nowait(device):
     x, _, A = rng_arrays(np.float64)
     f = summary.on(device)(x, A, np.zeros(3), nowait=True)

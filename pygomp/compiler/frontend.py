@@ -20,12 +20,15 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
   scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
   (NEP 50): it takes the type of the typed values it meets (``ax += dx[i]`` with float32
-  ``dx`` makes ``ax`` float32); so is a helper's parameter given a weak value, but not
-  a kernel's scalar argument: a Python float passed is float64 (``a * x[i]`` with
-  float32 ``x`` is float64 where numpy 2 gives float32; annotate ``a: np.float32``);
+  ``dx`` makes ``ax`` float32); so is a parameter given a Python scalar (a kernel's
+  unannotated one, or a helper's given a weak value): ``saxpy(2.0, x, y)`` with float32
+  arrays computes ``a * x[i]`` in float32, as numpy 2 does, and ``np.float64(2.0)``
+  makes it float64;
 - global scalars (module constants) are read once, when the kernel is compiled;
 - a complex np.exp or np.sqrt with an infinite or NaN part may differ from numpy's, whose
-  special cases the kernels do not all follow (finite values agree).
+  special cases the kernels do not all follow (finite values agree);
+- ``a * b + c`` may be one fused multiply-add (one rounding, as C compilers contract it
+  by default) where numpy rounds twice: the last bit may differ.
 
 Scoping in parallel loops, as in Python: a variable first assigned in a parallel loop
 belongs to one iteration (and is undefined after the loop); an enclosing scalar that the
@@ -97,14 +100,17 @@ class Registry:
 
 
 def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
-                     boundscheck=False, wraparound=True) -> ir.Function:
+                     boundscheck=False, wraparound=True, weak=()) -> ir.Function:
     """The typed IR of a Python function for the given argument types (a list with one
     `types.Scalar`/`types.Array` per parameter; annotations win over scalars given).
     ``boundscheck``: a kernel whose every array access is checked; it takes the error
     record as one more array parameter (see `boundscheck`).  ``wraparound=False``: every
-    index is taken as it is, a negative one is not counted from the end."""
+    index is taken as it is, a negative one is not counted from the end.  ``weak``: the
+    parameters given Python scalars, weak as NEP 50 makes them."""
     fe = Frontend(fn, argtypes, is_kernel=is_kernel,
                   registry=registry or Registry(wraparound), name=name)
+    for p in weak:
+        fe.mark_weak(p, True)
     out = fe.build()
     if not wraparound and is_kernel:
         out.wraparound = False
