@@ -58,6 +58,29 @@ def test_helper_is_cloned_per_address_space(cldev):
     np.testing.assert_array_equal(out, x.reshape(4, 8).sum(1) + x[0])
 
 
+@omp.target
+def branches(x, n: int):
+    for i in omp.parallel_range(x.shape[0]):
+        k = i
+        while k == n:
+            k += 1
+        if n == 0:
+            x[i] = 1.0
+        elif n == 1:
+            x[i] = k
+
+
+def test_conditions_have_no_extra_parentheses(cldev):
+    """``if n == 0`` is ``if (n == 0L)``: clang warns of ``if ((n == 0L))``, and
+    pyopencl shows such a warning to the user each time a cached binary is loaded."""
+    x = np.zeros(4)
+    src = branches.source(x, 1, target="opencl")
+    assert "while (k == n) {" in src and "if (n == 0L) {" in src \
+        and "} else if (n == 1L) {" in src, src
+    branches.on(cldev.number)(x, 1)
+    np.testing.assert_array_equal(x, np.arange(4.0) + (np.arange(4) == 1))
+
+
 def test_space_mismatch_is_a_compile_error():
     x = np.arange(32.0)
     out = np.zeros(4)

@@ -538,13 +538,13 @@ class Emitter:
             self.d.atomic_op(self, a, result)
 
     def s_If(self, s):
-        self.line(f"if ({self.expr(s.cond)}) {{")
+        self.line(f"if ({bare(self.expr(s.cond))}) {{")
         with self.indent():
             self.stmts(s.body)
         orelse = s.orelse
         while len(orelse) == 1 and isinstance(orelse[0], ir.If):
             self.at(orelse[0].line)
-            self.line(f"}} else if ({self.expr(orelse[0].cond)}) {{")
+            self.line(f"}} else if ({bare(self.expr(orelse[0].cond))}) {{")
             with self.indent():
                 self.stmts(orelse[0].body)
             orelse = orelse[0].orelse
@@ -557,7 +557,7 @@ class Emitter:
     def s_While(self, s, body=None, cond=None):
         """(``body``: a function that emits the body; ``cond``: text that must hold too)"""
         c = self.expr(s.cond)
-        self.line(f"while ({c if cond is None else f'({cond}) && {c}'}) {{")
+        self.line(f"while ({bare(c) if cond is None else f'({cond}) && {c}'}) {{")
         with self.indent():
             body() if body else self.stmts(s.body)
         self.line("}")
@@ -864,6 +864,19 @@ class Emitter:
         if self.check:
             args.append(boundscheck.RECORD)
         return f"{e.fn.name}({', '.join(args)})"
+
+
+def bare(text: str) -> str:
+    """``text`` without one pair of parentheses around all of it (``if ((a == b))``
+    makes clang warn)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and k < len(text) - 1:
+            return text                 # "(a) + (b)": not one pair
+    return text[1:-1]
 
 
 def rectangular(loop: ir.ParLoop) -> bool:
