@@ -24,9 +24,10 @@ through the runtime's ``mapping.target``: data already present on the device
 (`pygomp.runtime.tasks`): on a device with a queue they are started at once and ordered
 by its events; on every device the kernel is built and the arguments checked at the
 call, so such errors raise there.  A kernel that returns a scalar returns it from the
-call; one that returns a tuple of scalars, a tuple of numpy scalars.  Launch sizes: ``num_gangs``, ``num_workers``, ``vector_length`` on the decorator
-(0: the device's choice).  ``kernel.py_func`` is the plain Python function (it runs
-sequentially, for debugging).  Arrays must be C-contiguous.  The kernel language is
+call; one that returns a tuple of scalars, a tuple of numpy scalars.  Launch sizes:
+``num_gangs``, ``num_workers``, ``vector_length`` on the decorator (0: the device's
+choice).  ``kernel.py_func`` is the plain Python function (it runs sequentially, for
+debugging).  Arrays must be C-contiguous.  The kernel language is
 described in `pygomp.compiler.frontend` and `pygomp.compiler.lang`.
 
 ``@target(boundscheck=True)`` (or ``PYGOMP_BOUNDSCHECK=1`` for every kernel whose
@@ -116,7 +117,11 @@ def _word(t):
     from .compiler import types as T
     if t.is_complex:
         part = _word(t.real)
-        return lambda v: (part(complex(v).real), part(complex(v).imag))
+
+        def parts(v):
+            z = complex(v)
+            return part(z.real), part(z.imag)
+        return parts
     if t == T.FLOAT64:
         return _f64
     if t == T.FLOAT32:

@@ -196,7 +196,7 @@ class Call:
     def _prepared(self, words, entries, counted, made):
         """Keep what the look-up found, and the launcher (and arguments) it gives."""
         self.words, self.entries, self.counted, self.made = words, entries, counted, made
-        if words is not None and self.address is not None:
+        if self.address is not None:
             dev = self.dev
             self.launcher = dev.plugin.launcher(dev.local, self.address, self.launch,
                                                 len(words) + (1 if self.result else 0))
