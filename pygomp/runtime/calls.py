@@ -15,9 +15,13 @@ structs and pointers) goes through `mapping.target`, as does any error.
 from __future__ import annotations
 
 import ctypes
+import itertools
+import threading
 
-from . import devices, env, kinds, mapping, trace
-from .entries import WORD, Item, death, down, owner, ref
+from pygomp_csrc.contract import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO
+
+from . import accprof, devices, env, kinds, mapping, trace
+from .entries import WORD, Item, birth, death, down, owner, ref
 from .intervals import hits
 
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
@@ -119,6 +123,27 @@ class Call:
                         # the map is the one the look-up saw: it stays good
                         self.words, self.counted, self.entries, self.made = plan
                         self.version = dev.map.version
+
+    def plan(self):
+        """What C needs to run this `host_code` call itself (libpygomp.so's plans): the
+        map version its look-up saw, the words, and the positions of the items made at
+        each call; None when it may not (the call is not fresh, a trace or report is
+        on, the device is not the host plugin's or its lock is not a `GateLock`)."""
+        dev = self.dev
+        if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
+                and isinstance(dev.lock, GateLock)
+                and dev.plugin.name == "host" and not dev.is_initial) \
+                or accprof.mask or trace.on or env.settings().info or env.settings().poison:
+            return None
+        with dev.lock:
+            if self.words is None or self.version != dev.map.version \
+                    or self.devs is not devices.all_devices() or dev.state != "initialized":
+                return None
+            flags = bytes(_flags(self.items[i]) if i in self.made else 0
+                          for i in range(len(self.items)))
+            pid = next(_ids)
+            _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made)
+            return pid, self.version, list(self.words), flags
 
     def _make(self, words, counted, entries, made):
         """New entries for the items at positions ``made`` (absent at the look-up),
@@ -230,3 +255,91 @@ def _initial_words(items):
             return None
         words.append(it.addr & WORD if k == kinds.FIRSTPRIVATE_INT else it.addr)
     return words
+
+
+# -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
+
+_c = _ffi = None                # libpygomp.so's lib and ffi, once it is loaded
+_plans = {}                     # a plan's id -> (items, entries, counted, made)
+_landing = {}                   # an adopted region's token -> what ends it
+_ids = itertools.count(1)
+
+
+def _flags(it):
+    t = kinds.traits(it.kind)
+    return PLAN_MADE | (PLAN_TO if t.to else 0) | (PLAN_FROM if t.from_ else 0)
+
+
+def use_c(ffi, lib) -> None:
+    """libpygomp.so is loaded: devices found from now on get a `GateLock`."""
+    global _c, _ffi
+    _c, _ffi = lib, ffi
+    devices.new_lock = GateLock
+
+
+def forget(pid) -> None:
+    """A plan that C replaced."""
+    _plans.pop(pid, None)
+
+
+class GateLock:
+    """A device's lock where C runs planned regions: an RLock that, while held, keeps C
+    from starting regions on the device, and on taking it first adopts the regions in
+    flight there (their made items become entries, their present entries are counted);
+    on letting go it tells C the map's version."""
+    __slots__ = ("_lock", "_dev", "_depth")
+
+    def __init__(self, dev):
+        self._lock, self._dev, self._depth = threading.RLock(), dev, 0
+
+    def acquire(self, blocking=True, timeout=-1):
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        if not self._depth:
+            try:
+                if _c.pg_gate_enter(self._dev.number):
+                    _adopt(self._dev)
+            except BaseException:
+                _c.pg_gate_leave(self._dev.number, self._dev.map.version)
+                self._lock.release()
+                raise
+        self._depth += 1
+        return True
+
+    __enter__ = acquire
+
+    def release(self):
+        self._depth -= 1
+        if not self._depth:
+            _c.pg_gate_leave(self._dev.number, self._dev.map.version)
+        self._lock.release()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _adopt(dev):
+    """Take over the regions C has in flight on ``dev`` (under its lock): as if `run`
+    had begun them."""
+    out = _ffi.new("uint64_t[]", 2 + PLAN_ITEMS)
+    while _c.pg_gate_take(dev.number, out):
+        token, (items, entries, counted, made) = out[0], _plans[out[1]]
+        entries, new = list(entries), []
+        for i in made:
+            it = items[i]
+            e = birth(dev, it.addr, it.addr + it.size, out[2 + i], alloc=out[2 + i])
+            entries[i] = e
+            new.append(e)
+        counted = list(counted) + new
+        ref(counted, 1)
+        _landing[token] = (dev, items, entries, counted)
+
+
+def land(token) -> None:
+    """The end of a region that Python adopted: as `run` ends one."""
+    dev, items, entries, counted = _landing.pop(token)
+    with dev.lock:
+        zeroed = []
+        down(counted, zeroed)
+        if zeroed:
+            mapping.release(dev, items, entries, True, zeroed)
