@@ -11,6 +11,10 @@ entry at each call, made and removed as a construct does; when nothing else chan
 the map meanwhile, the map is as the look-up saw it, and the call stays fresh.
 Anything else a construct would do (report under PYGOMP_INFO or PYGOMP_PROFILE, always,
 structs and pointers) goes through `mapping.target`, as does any error.
+
+A C region of such a call (libpygomp.so) may run without Python: C gets its `plan`,
+good under the same rule (the map version its look-up saw), and carries it out itself;
+the device's `GateLock` keeps Python's map and counts right meanwhile (csrc/shim.c).
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ class Call:
     function, and `run` calls its ``host`` with the words."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args")
+                 "args", "planned")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
                  host_code=False):
@@ -53,6 +57,7 @@ class Call:
         self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
         self.made = ()                  # positions of the items made at each call
+        self.planned = None             # the version C has a plan for (`plan`)
 
     def fresh(self) -> bool:
         """Whether what the last look-up found still holds (the one staleness rule)."""
@@ -125,12 +130,14 @@ class Call:
                         self.version = dev.map.version
 
     def plan(self):
-        """What C needs to run this `host_code` call itself (libpygomp.so's plans): the
-        map version its look-up saw, the words, and the positions of the items made at
-        each call; None when it may not (the call is not fresh, a trace or report is
-        on, the device is not the host plugin's or its lock is not a `GateLock`)."""
+        """A plan for C to run this `host_code` call itself (libpygomp.so): its id, the
+        map version its look-up saw, the words and a flag byte per item (`_flags`: made
+        at each call, copied to, from); None when C may not, or has it already (the
+        call is not fresh, a trace or report is on, the device is not the host plugin's
+        or its lock no `GateLock`)."""
         dev = self.dev
-        if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
+        if not (_c and self.host_code and self.words is not None
+                and self.planned != self.version and len(self.items) <= PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
                 or accprof.mask or trace.on or env.settings().info or env.settings().poison:
@@ -142,7 +149,9 @@ class Call:
             flags = bytes(_flags(self.items[i]) if i in self.made else 0
                           for i in range(len(self.items)))
             pid = next(_ids)
-            _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made)
+            _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made,
+                           self)
+            self.planned = self.version
             return pid, self.version, list(self.words), flags
 
     def _make(self, words, counted, entries, made):
@@ -260,7 +269,7 @@ def _initial_words(items):
 # -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
 
 _c = _ffi = None                # libpygomp.so's lib and ffi, once it is loaded
-_plans = {}                     # a plan's id -> (items, entries, counted, made)
+_plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
 _landing = {}                   # an adopted region's token -> what ends it
 _ids = itertools.count(1)
 
@@ -278,8 +287,10 @@ def use_c(ffi, lib) -> None:
 
 
 def forget(pid) -> None:
-    """A plan that C replaced."""
-    _plans.pop(pid, None)
+    """A plan that C replaced, or did not take: its call may give C another one."""
+    got = _plans.pop(pid, None)
+    if got is not None:
+        got[-1].planned = None
 
 
 class GateLock:
@@ -323,7 +334,7 @@ def _adopt(dev):
     had begun them."""
     out = _ffi.new("uint64_t[]", 2 + PLAN_ITEMS)
     while _c.pg_gate_take(dev.number, out):
-        token, (items, entries, counted, made) = out[0], _plans[out[1]]
+        token, (items, entries, counted, made, _) = out[0], _plans[out[1]]
         entries, new = list(entries), []
         for i in made:
             it = items[i]

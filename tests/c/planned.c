@@ -121,6 +121,32 @@ static void another_thread_during_the_region(void)
     }
 }
 
+/* Threads run regions on structs of their own while one of them changes the map
+   all the time (enter and exit data): every region still copies in and back. */
+static void threads_while_the_map_changes(void)
+{
+    int wrong = 0, dev = omp_get_default_device();
+    #pragma omp parallel num_threads(4) reduction(+: wrong)
+    {
+        struct S mine = {0, 0, 0, 0};
+        int other[8] = {0};
+        for (int i = 0; i < 200; i++) {
+            if (omp_get_thread_num() == 3) {
+                other[0] = i;
+                #pragma omp target enter data map(to: other)
+                wrong += !omp_target_is_present(other, dev);
+                #pragma omp target exit data map(from: other)
+                wrong += other[0] != i;
+            }
+            mine.n = i;
+            #pragma omp target map(tofrom: mine)
+            { mine.m = mine.n + 1; mine.n = -1; }
+            wrong += mine.m != i + 1 || mine.n != -1;
+        }
+    }
+    CHECK(wrong == 0);
+}
+
 int main(void)
 {
     CHECK(omp_get_num_devices() >= 1);
@@ -128,5 +154,6 @@ int main(void)
     present_and_absent_alternate();
     threads_with_their_own_and_shared();
     another_thread_during_the_region();
+    threads_while_the_map_changes();
     return failures();
 }
