@@ -148,6 +148,7 @@ class Call:
                 return None
             flags = bytes(_flags(self.items[i]) if i in self.made else 0
                           for i in range(len(self.items)))
+            dev.lock.gate()
             pid = next(_ids)
             _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made,
                            self)
@@ -280,10 +281,17 @@ def _flags(it):
 
 
 def use_c(ffi, lib) -> None:
-    """libpygomp.so is loaded: devices found from now on get a `GateLock`."""
+    """libpygomp.so is loaded: devices of the host plugin found from now on get a
+    `GateLock`."""
     global _c, _ffi
     _c, _ffi = lib, ffi
-    devices.new_lock = GateLock
+    devices.new_lock = _new_lock
+
+
+def _new_lock(dev):
+    if dev.plugin.name == "host" and not dev.is_initial:
+        return GateLock(dev)
+    return threading.RLock()
 
 
 def forget(pid) -> None:
@@ -294,19 +302,23 @@ def forget(pid) -> None:
 
 
 class GateLock:
-    """A device's lock where C runs planned regions: an RLock that, while held, keeps C
-    from starting regions on the device, and on taking it first adopts the regions in
-    flight there (their made items become entries, their present entries are counted);
-    on letting go it tells C the map's version."""
-    __slots__ = ("_lock", "_dev", "_depth")
+    """A device's lock where C may run planned regions: an RLock that, once C has a plan
+    for the device (`gate`), keeps C from starting regions there while held, adopts the
+    regions in flight there on taking it (their made items become entries, their
+    present entries are counted), and tells C the map's version on letting go."""
+    __slots__ = ("_lock", "_dev", "_depth", "_gated")
 
     def __init__(self, dev):
-        self._lock, self._dev, self._depth = threading.RLock(), dev, 0
+        self._lock, self._dev, self._depth, self._gated = threading.RLock(), dev, 0, False
+
+    def gate(self):
+        """C gets plans for the device from now on (the caller holds the lock)."""
+        self._gated = True
 
     def acquire(self, blocking=True, timeout=-1):
         if not self._lock.acquire(blocking, timeout):
             return False
-        if not self._depth:
+        if self._gated and not self._depth:
             try:
                 if _c.pg_gate_enter(self._dev.number):
                     _adopt(self._dev)
@@ -321,12 +333,15 @@ class GateLock:
 
     def release(self):
         self._depth -= 1
-        if not self._depth:
+        if self._gated and not self._depth:
             _c.pg_gate_leave(self._dev.number, self._dev.map.version)
         self._lock.release()
 
     def __exit__(self, *exc):
-        self.release()
+        self._depth -= 1
+        if self._gated and not self._depth:
+            _c.pg_gate_leave(self._dev.number, self._dev.map.version)
+        self._lock.release()
 
 
 def _adopt(dev):
