@@ -134,7 +134,7 @@ class Call:
         map version its look-up saw, the words and a flag byte per item (`_flags`: made
         at each call, copied to, from); None when C may not, or has it already (the
         call is not fresh, a trace or report is on, the device is not the host plugin's
-        or its lock no `GateLock`)."""
+        or its lock is not a `GateLock`)."""
         dev = self.dev
         if not (_c and self.host_code and self.words is not None
                 and self.planned != self.version and len(self.items) <= PLAN_ITEMS
@@ -338,10 +338,7 @@ class GateLock:
         self._lock.release()
 
     def __exit__(self, *exc):
-        self._depth -= 1
-        if self._gated and not self._depth:
-            _c.pg_gate_leave(self._dev.number, self._dev.map.version)
-        self._lock.release()
+        self.release()
 
 
 def _adopt(dev):
