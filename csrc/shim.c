@@ -230,9 +230,10 @@ static uint64_t *pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short 
    plugin gets a plan from Python (calls.Call's look-up): per item, the word to pass,
    or "made": a small absent item that each region allocates (as the host plugin does:
    aligned_alloc), copies in, copies out and frees.  C carries a plan out without
-   Python while it is good: its epoch is the map version that Python's look-up saw
-   (the one staleness rule of calls.Call), and Python writes each device's version here
-   whenever it lets go of the device's lock (calls.GateLock).
+   Python while it is good: its epoch is that of the map that Python's look-up saw (the
+   map's version, as in calls.Call's one staleness rule, except that a call whose made
+   items are gone again gives back the epoch it began with), and Python writes each
+   device's epoch here whenever it lets go of the device's lock (calls.GateLock).
 
    A region in flight is listed here.  While Python holds a device's lock (`busy`) no
    region starts on it; when Python takes the lock it first adopts the regions in
@@ -433,7 +434,7 @@ static int pg_gate_take(int device, uint64_t *out)
     return found;
 }
 
-/* Python lets go of a device's lock; ``epoch``: the version of its map now. */
+/* Python lets go of a device's lock; ``epoch``: its map's now (GateLock.current). */
 static void pg_gate_leave(int device, uint64_t epoch)
 {
     if (device < 0 || device >= GATED)

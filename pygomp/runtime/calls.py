@@ -13,8 +13,10 @@ Anything else a construct would do (report under PYGOMP_INFO or PYGOMP_PROFILE, 
 structs and pointers) goes through `mapping.target`, as does any error.
 
 A C region of such a call (libpygomp.so) may run without Python: C gets its `plan`,
-good under the same rule (the map version its look-up saw), and carries it out itself;
-the device's `GateLock` keeps Python's map and counts right meanwhile (csrc/shim.c).
+good under the same rule, and carries it out itself; the device's `GateLock` keeps
+Python's map and counts right meanwhile (csrc/shim.c).  C reads the version as an
+epoch (`GateLock.current`): a call that stays fresh gives the map back the epoch it
+began with, so that the plans of two regions in one loop stay good.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ class Call:
     function, and `run` calls its ``host`` with the words."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args", "planned")
+                 "args", "epoch", "planned")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
                  host_code=False):
@@ -57,7 +59,8 @@ class Call:
         self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
         self.made = ()                  # positions of the items made at each call
-        self.planned = None             # the version C has a plan for (`plan`)
+        self.epoch = None               # the map's content at the look-up (`GateLock`)
+        self.planned = None             # the epoch C has a plan for (`plan`)
 
     def fresh(self) -> bool:
         """Whether what the last look-up found still holds (the one staleness rule)."""
@@ -128,22 +131,25 @@ class Call:
                         # the map is the one the look-up saw: it stays good
                         self.words, self.counted, self.entries, self.made = plan
                         self.version = dev.map.version
+                        if self.epoch is not None:
+                            dev.lock.restore(self.epoch)
 
     def plan(self):
         """A plan for C to run this `host_code` call itself (libpygomp.so): its id, the
-        map version its look-up saw, the words and a flag byte per item (`_flags`: made
+        epoch of the map its look-up saw (`GateLock.current`), the words and a flag byte per item (`_flags`: made
         at each call, copied to, from); None when C may not, or has it already (the
         call is not fresh, a trace or report is on, the device is not the host plugin's
         or its lock is not a `GateLock`)."""
         dev = self.dev
-        if not (_c and self.host_code and self.words is not None
-                and self.planned != self.version and len(self.items) <= PLAN_ITEMS
+        if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
                 or accprof.mask or trace.on or env.settings().info or env.settings().poison:
             return None
         with dev.lock:
-            if self.words is None or self.version != dev.map.version \
+            if self.version != dev.map.version:     # others changed the map meanwhile
+                self._look_up()
+            if self.words is None or self.planned == self.epoch \
                     or self.devs is not devices.all_devices() or dev.state != "initialized":
                 return None
             flags = bytes(_flags(self.items[i]) if i in self.made else 0
@@ -152,8 +158,8 @@ class Call:
             pid = next(_ids)
             _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made,
                            self)
-            self.planned = self.version
-            return pid, self.version, list(self.words), flags
+            self.planned = self.epoch
+            return pid, self.epoch, list(self.words), flags
 
     def _make(self, words, counted, entries, made):
         """New entries for the items at positions ``made`` (absent at the look-up),
@@ -195,6 +201,7 @@ class Call:
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
         self.devs, self.version = devices.all_devices(), dev.map.version
+        self.epoch = dev.lock.current() if isinstance(dev.lock, GateLock) else None
         e = dev.map.find(self.fn, self.fn + 1)
         self.address = None if e is None else e.dev_start
         if e is None and not self.host_code:
@@ -273,6 +280,7 @@ _c = _ffi = None                # libpygomp.so's lib and ffi, once it is loaded
 _plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
 _landing = {}                   # an adopted region's token -> what ends it
 _ids = itertools.count(1)
+_epochs = itertools.count(1)    # `GateLock.current`: never 0, which C starts with
 
 
 def _flags(it):
@@ -305,15 +313,30 @@ class GateLock:
     """A device's lock where C may run planned regions: an RLock that, once C has a plan
     for the device (`gate`), keeps C from starting regions there while held, adopts the
     regions in flight there on taking it (their made items become entries, their
-    present entries are counted), and tells C the map's version on letting go."""
-    __slots__ = ("_lock", "_dev", "_depth", "_gated")
+    present entries are counted), and tells C the epoch of the map (`current`) on
+    letting go."""
+    __slots__ = ("_lock", "_dev", "_depth", "_gated", "_seen", "_epoch")
 
     def __init__(self, dev):
         self._lock, self._dev, self._depth, self._gated = threading.RLock(), dev, 0, False
+        self._seen = self._epoch = None
 
     def gate(self):
         """C gets plans for the device from now on (the caller holds the lock)."""
         self._gated = True
+
+    def current(self) -> int:
+        """The epoch of the map's content (the caller holds the lock): a new one whenever
+        its version changed, unless `restore` said the content is an earlier one."""
+        v = self._dev.map.version
+        if v != self._seen:
+            self._seen, self._epoch = v, next(_epochs)
+        return self._epoch
+
+    def restore(self, epoch) -> None:
+        """The map holds again what it held at ``epoch`` (a call's made items are gone,
+        and nothing else changed): plans made then are good again."""
+        self._seen, self._epoch = self._dev.map.version, epoch
 
     def acquire(self, blocking=True, timeout=-1):
         if not self._lock.acquire(blocking, timeout):
@@ -323,7 +346,7 @@ class GateLock:
                 if _c.pg_gate_enter(self._dev.number):
                     _adopt(self._dev)
             except BaseException:
-                _c.pg_gate_leave(self._dev.number, self._dev.map.version)
+                _c.pg_gate_leave(self._dev.number, self.current())
                 self._lock.release()
                 raise
         self._depth += 1
@@ -334,7 +357,7 @@ class GateLock:
     def release(self):
         self._depth -= 1
         if self._gated and not self._depth:
-            _c.pg_gate_leave(self._dev.number, self._dev.map.version)
+            _c.pg_gate_leave(self._dev.number, self.current())
         self._lock.release()
 
     def __exit__(self, *exc):

@@ -24,6 +24,23 @@ static void absent_to_from_tofrom(void)
     }
 }
 
+static void two_regions_in_one_loop(void)
+{
+    struct S p = {1, 0, 0, 0}, q = {0, 0, 0, 0}, out = {0, 0, 0, 0};
+    int dev = omp_get_default_device();
+    for (int i = 0; i < N; i++) {
+        p.n = i;
+        #pragma omp target map(to: p) map(from: out)
+        { out = p; out.m = p.n * 3; p.n = -1; }
+        #pragma omp target map(tofrom: q)
+        { q.n += i; q.m = 1; }
+        CHECK(p.n == i && out.n == i && out.m == 3 * i && out.x == 1);
+        CHECK(q.n == i * (i + 1) / 2 && q.m == 1);
+        CHECK(!omp_target_is_present(&p, dev) && !omp_target_is_present(&q, dev));
+        q.m = 0;
+    }
+}
+
 static void present_and_absent_alternate(void)
 {
     struct S s = {0, 0, 0, 0};
@@ -147,13 +164,33 @@ static void threads_while_the_map_changes(void)
     CHECK(wrong == 0);
 }
 
+/* Deferred regions (nowait): libgomp's tasks run them in any thread of the team. */
+static void nowait_regions(void)
+{
+    struct S a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+    int wrong = 0;
+    #pragma omp parallel num_threads(2)
+    #pragma omp single
+    for (int i = 0; i < N; i++) {
+        #pragma omp target map(tofrom: a) nowait
+        { a.n += 1; a.m = a.n * 2; }
+        #pragma omp target map(tofrom: b) nowait
+        { b.n += 2; }
+        #pragma omp taskwait
+        wrong += a.n != i + 1 || a.m != 2 * (i + 1) || b.n != 2 * (i + 1);
+    }
+    CHECK(wrong == 0);
+}
+
 int main(void)
 {
     CHECK(omp_get_num_devices() >= 1);
     absent_to_from_tofrom();
+    two_regions_in_one_loop();
     present_and_absent_alternate();
     threads_with_their_own_and_shared();
     another_thread_during_the_region();
     threads_while_the_map_changes();
+    nowait_regions();
     return failures();
 }
