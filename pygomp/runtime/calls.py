@@ -141,6 +141,9 @@ class Call:
         call is not fresh, a trace or report is on, the device is not the host plugin's
         or its lock is not a `GateLock`)."""
         dev = self.dev
+        if self.version == dev.map.version and (self.words is None
+                                                or self.planned == self.epoch):
+            return None                 # as the last time (read unlocked: a hint)
         if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
