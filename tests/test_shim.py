@@ -115,6 +115,8 @@ def _runs(lib, exes):
     runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
     trace = os.path.join(os.path.dirname(exes["empty_region.c"]), "trace.json")
     runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
+    traced = os.path.join(os.path.dirname(exes["planned.c"]), "planned.json")
+    runs["planned-profile"] = ([exes["planned.c"]], _env(PYGOMP_PROFILE=traced, **pre))
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -194,6 +196,17 @@ def test_a_c_program_writes_its_profile(runs):
     names = {e["name"] for e in events if e.get("ph") == "X"}
     assert {"init", "map", "alloc", "copy host to device", "copy device to host",
             "free"} <= names, names
+
+
+def test_a_profile_shows_every_region_of_a_loop(runs):
+    """Under PYGOMP_PROFILE no region runs by a plan from C: the trace has an unmap for
+    each of planned.c's 1368 target regions (40 + 80 + 40 + 4 threads x 40 x 2 + 4 x 2
+    + 4 threads x 200 + 80)."""
+    done = runs["planned-profile"]
+    _passed(done)
+    with open(os.path.join(os.path.dirname(done.args[0]), "planned.json")) as f:
+        events = json.load(f)["traceEvents"]
+    assert sum(e["name"] == "unmap" for e in events if e.get("ph") == "X") == 1368
 
 
 def test_older_compilers_and_fortran_entry_points(runs):
