@@ -16,6 +16,9 @@ A region that maps one small struct ``to`` (not present: mapped, copied in and
 unmapped by every region, as in a launch-overhead benchmark's loop), the same C
 program through libpygomp.so and under libgomp alone.
 
+From its second time on, C runs either region by the plan Python gave it, without
+entering Python (csrc/README.md, "How a construct runs").
+
 saxpy on PoCL, examples/c/kernels.py's kernel on a million floats kept present by
 `target data`: called from C through the table `python -m pygomp build` writes, and
 called from Python (wall-clock time, best of 7 repeats: the kernel runs in PoCL's

@@ -32,6 +32,7 @@ extern "Python" int pg_py_target(int device, uintptr_t fn, size_t mapnum, uint64
 extern "Python" int64_t pg_py_data(int op, int device, size_t mapnum, uint64_t *items,
                                    uintptr_t *hostaddrs);
 extern "Python" int pg_py_end_data(int64_t region);
+extern "Python" int pg_py_land(uintptr_t flight);
 extern "Python" void pg_py_at_exit(void);
 extern "Python" int pg_py_table(int registering, int type, unsigned version,
                                 uintptr_t host_table, uintptr_t data);
@@ -81,6 +82,13 @@ C_HELPERS = """
 void pg_fatal(const char *text);
 void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
 void pg_call_acc(uintptr_t fn, uintptr_t *args, int type);
+int64_t pg_plan_install(int device, uintptr_t fn, size_t n, const uint64_t *items,
+                        const uint64_t *words, const unsigned char *flags, uint64_t epoch,
+                        uint64_t id);
+int pg_gate_enter(int device);
+int pg_gate_take(int device, uint64_t *out);
+void pg_gate_leave(int device, uint64_t epoch);
+void pg_plans_off(void);
 """
 
 EXPORTS = """

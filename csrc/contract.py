@@ -44,8 +44,16 @@ ACC_DEVICE_HOST = 2
 ACC_DEVICE_HOST_NONSHM = 3
 ACC_DEVICE_NOT_HOST = 4
 
-DEFINES = ("TARGET_TYPE", "NVIDIA_PTX", "ASYNC_SYNC", "ACC_DEVICE_NONE", "ACC_DEVICE_HOST",
-           "ACC_DEVICE_HOST_NONSHM", "ACC_DEVICE_NOT_HOST")
+# The plans of regions that C runs itself (shim.c, runtime/calls.py): items at most, and
+# the flags of an item made at each region.
+PLAN_ITEMS = 8
+PLAN_MADE = 1
+PLAN_TO = 2
+PLAN_FROM = 4
+
+DEFINES = ("PLAN_ITEMS", "PLAN_MADE", "PLAN_TO", "PLAN_FROM", "TARGET_TYPE", "NVIDIA_PTX",
+           "ASYNC_SYNC", "ACC_DEVICE_NONE", "ACC_DEVICE_HOST", "ACC_DEVICE_HOST_NONSHM",
+           "ACC_DEVICE_NOT_HOST")
 
 
 def c_text() -> str:

@@ -224,6 +224,235 @@ static uint64_t *pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short 
     return items;
 }
 
+/* -- regions that C runs itself ------------------------------------------------
+
+   A region that repeats (the same device, function and items) on a device of the host
+   plugin gets a plan from Python (calls.Call's look-up): per item, the word to pass,
+   or "made": a small absent item that each region allocates (as the host plugin does:
+   aligned_alloc), copies in, copies out and frees.  C carries a plan out without
+   Python while it is good: its epoch is that of the map that Python's look-up saw (the
+   map's version, as in calls.Call's one staleness rule, except that a call whose made
+   items are gone again gives back the epoch it began with), and Python writes each
+   device's epoch here whenever it lets go of the device's lock (calls.GateLock).
+
+   A region in flight is listed here.  While Python holds a device's lock (`busy`) no
+   region starts on it; when Python takes the lock it first adopts the regions in
+   flight there (pg_gate_take): their made items become entries of its map and their
+   present entries are counted, as if Python had mapped them, and such a region ends
+   through Python (pg_py_land).  A region that nobody adopted touched nothing that
+   Python can see: it only copies out and frees.  Two regions in flight never make
+   overlapping items (the second one goes through Python, which shares the entry). */
+
+#define PLANS 64            /* plan slots */
+#define GATED 64            /* devices 0 .. GATED - 1 may run plans */
+
+struct plan {
+    uint64_t id;                /* Python's handle of the plan; 0: an empty slot */
+    int device;
+    uintptr_t fn;
+    size_t n;
+    uint64_t key[3 * PLAN_ITEMS];     /* the items (address, size, kind) */
+    uint64_t epoch;
+    uint64_t words[PLAN_ITEMS];
+    unsigned char flags[PLAN_ITEMS];
+    int users;                  /* regions in flight with it: the slot is kept */
+};
+
+struct flight {
+    struct flight *next;
+    struct plan *plan;
+    uint64_t id;
+    int device, adopted;
+    uintptr_t words[PLAN_ITEMS];
+};
+
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static struct plan plans[PLANS];
+static struct flight *flights;
+static uint64_t epochs[GATED];
+static int busy[GATED];
+static int planned;             /* a plan was ever installed */
+static int fast_off;            /* profiling came on, or the devices were released */
+
+static size_t plan_slot(int device, uintptr_t fn, size_t n, const uint64_t *items)
+{
+    uint64_t h = 1469598103934665603u ^ (uint64_t)device ^ ((uint64_t)fn << 7) ^ n;
+    for (size_t i = 0; i < 3 * n; i++)
+        h = (h ^ items[i]) * 1099511628211u;
+    return (size_t)(h ^ (h >> 29)) % PLANS;
+}
+
+static int overlaps_made(int device, const uint64_t *items, const unsigned char *flags,
+                         size_t n)
+{
+    for (struct flight *f = flights; f; f = f->next) {
+        if (f->device != device)
+            continue;
+        struct plan *q = f->plan;
+        for (size_t j = 0; j < q->n; j++)
+            for (size_t i = 0; i < n; i++)
+                if ((q->flags[j] & PLAN_MADE) && (flags[i] & PLAN_MADE)
+                    && items[3 * i] < q->key[3 * j] + q->key[3 * j + 1]
+                    && q->key[3 * j] < items[3 * i] + items[3 * i + 1])
+                    return 1;
+    }
+    return 0;
+}
+
+static void free_made(struct flight *f, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++)
+        if (f->plan->flags[i] & PLAN_MADE)
+            free((void *)f->words[i]);
+}
+
+/* Run the region by its plan; 0 if it has none that is good now (Python runs it). */
+static int run_planned(struct pg_task *t, const uint64_t *items, uintptr_t *args)
+{
+    int device = t->device;
+    size_t n = t->mapnum;
+    if (!__atomic_load_n(&planned, __ATOMIC_RELAXED) || device < 0 || device >= GATED
+        || n > PLAN_ITEMS)
+        return 0;
+    struct plan *p = &plans[plan_slot(device, (uintptr_t)t->fn, n, items)];
+    struct flight f;
+    pthread_mutex_lock(&gate);
+    if (fast_off || busy[device] || !p->id || p->device != device
+        || p->fn != (uintptr_t)t->fn || p->n != n || p->epoch != epochs[device]
+        || memcmp(p->key, items, 3 * n * sizeof *items)
+        || overlaps_made(device, items, p->flags, n)) {
+        pthread_mutex_unlock(&gate);
+        return 0;
+    }
+    f.plan = p;
+    for (size_t i = 0; i < n; i++) {
+        if (!(p->flags[i] & PLAN_MADE)) {
+            f.words[i] = p->words[i];
+            continue;
+        }
+        size_t size = items[3 * i + 1];
+        void *a = aligned_alloc(64, (size + 63) & ~(size_t)63);
+        if (!a) {                           /* Python says what is wrong */
+            free_made(&f, i);
+            pthread_mutex_unlock(&gate);
+            return 0;
+        }
+        if (p->flags[i] & PLAN_TO)
+            memcpy(a, (void *)(uintptr_t)items[3 * i], size);
+        f.words[i] = (uintptr_t)a;
+    }
+    f.id = p->id;
+    f.device = device;
+    f.adopted = 0;
+    f.next = flights;
+    flights = &f;
+    p->users++;
+    pthread_mutex_unlock(&gate);
+
+    memcpy(args, f.words, n * sizeof *args);
+    pg_call_host((uintptr_t)t->fn, args, device);
+
+    pthread_mutex_lock(&gate);
+    struct flight **at = &flights;
+    while (*at != &f)
+        at = &(*at)->next;
+    *at = f.next;
+    p->users--;
+    if (!f.adopted)
+        for (size_t i = 0; i < n; i++)
+            if (p->flags[i] & PLAN_FROM)
+                memcpy((void *)(uintptr_t)items[3 * i], (void *)f.words[i], items[3 * i + 1]);
+    pthread_mutex_unlock(&gate);
+    if (f.adopted) {                        /* Python's entries now: it ends the region */
+        if (!pg_py_land((uintptr_t)&f))
+            fail();
+    } else
+        free_made(&f, n);
+    return 1;
+}
+
+/* Python (with the GIL): install a plan; the id of the plan it replaced (0: none), or
+   -1 when its slot is in use (no plan this time). */
+static int64_t pg_plan_install(int device, uintptr_t fn, size_t n, const uint64_t *items,
+                               const uint64_t *words, const unsigned char *flags,
+                               uint64_t epoch, uint64_t id)
+{
+    if (device < 0 || device >= GATED || n > PLAN_ITEMS)
+        return -1;
+    struct plan *p = &plans[plan_slot(device, fn, n, items)];
+    int64_t old;
+    pthread_mutex_lock(&gate);
+    if (p->users || fast_off) {
+        pthread_mutex_unlock(&gate);
+        return -1;
+    }
+    old = (int64_t)p->id;
+    p->device = device;
+    p->fn = fn;
+    p->n = n;
+    memcpy(p->key, items, 3 * n * sizeof *items);
+    memcpy(p->words, words, n * sizeof *words);
+    memcpy(p->flags, flags, n);
+    p->epoch = epoch;
+    p->id = id;
+    __atomic_store_n(&planned, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&gate);
+    return old;
+}
+
+/* Python takes a device's lock: no region starts there until pg_gate_leave.  The
+   number of regions in flight there that Python has to adopt (pg_gate_take). */
+static int pg_gate_enter(int device)
+{
+    int n = 0;
+    if (device < 0 || device >= GATED)
+        return 0;
+    pthread_mutex_lock(&gate);
+    busy[device] = 1;
+    for (struct flight *f = flights; f; f = f->next)
+        n += f->device == device && !f->adopted;
+    pthread_mutex_unlock(&gate);
+    return n;
+}
+
+/* The next region in flight on the device that Python has not adopted (now it has):
+   out[0] its token, out[1] its plan's id, out[2..] its words; 0 when there is none. */
+static int pg_gate_take(int device, uint64_t *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&gate);
+    for (struct flight *f = flights; f; f = f->next)
+        if (f->device == device && !f->adopted) {
+            f->adopted = 1;
+            out[0] = (uintptr_t)f;
+            out[1] = f->id;
+            memcpy(out + 2, f->words, f->plan->n * sizeof *out);
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&gate);
+    return found;
+}
+
+/* Python lets go of a device's lock; ``epoch``: its map's now (GateLock.current). */
+static void pg_gate_leave(int device, uint64_t epoch)
+{
+    if (device < 0 || device >= GATED)
+        return;
+    pthread_mutex_lock(&gate);
+    busy[device] = 0;
+    epochs[device] = epoch;
+    pthread_mutex_unlock(&gate);
+}
+
+/* No more plans (profiling is on, or the devices are released). */
+static void pg_plans_off(void)
+{
+    pthread_mutex_lock(&gate);
+    fast_off = 1;
+    pthread_mutex_unlock(&gate);
+}
+
 static void run_target(struct pg_task *t, void **hostaddrs)
 {
     size_t n = t->mapnum;
@@ -231,7 +460,7 @@ static void run_target(struct pg_task *t, void **hostaddrs)
     uintptr_t small_args[SMALL], *args = n <= SMALL ? small_args : malloc(n * sizeof *args);
     if (!args)
         fatal("pygomp: out of memory for the arguments of a target region");
-    if (!pg_py_target(t->device, (uintptr_t)t->fn, n, items, args))
+    if (!run_planned(t, items, args) && !pg_py_target(t->device, (uintptr_t)t->fn, n, items, args))
         fail();
     if (args != small_args)
         free(args);

@@ -55,6 +55,7 @@ def attach(ffi_, lib_) -> None:
     for name, fn in list(globals().items()):
         if name.startswith("pg_py_"):
             ffi.def_extern(name=name, onerror=_on_error)(fn)
+    calls.use_c(ffi, lib)
     for found in elf_tables.loaded():
         if found.variables:
             images.register(elf_tables.offload_table(found))
@@ -155,6 +156,8 @@ def pg_py_target(device, fn, n, packed, args):
                     args[0:n] = words
                 lib.pg_call_host(fn, args, -1 if dev.is_initial else dev.number)
         prepared.run(host=host)
+        if dev.number == device:
+            _plan(prepared, device, fn, n, packed)     # the map as this region left it
         return 1
     if dev.target != "host":
         if env.settings().target_offload == "mandatory":
@@ -171,6 +174,22 @@ def pg_py_target(device, fn, n, packed, args):
         _region_on_host(dev, fn, items, call, "target region")
         return 1
     _host_code(dev, fn, items, n, args)
+    return 1
+
+
+def _plan(call, device, fn, n, packed):
+    """Give C the plan of a region that it may run itself from now on (shim.c)."""
+    got = call.plan()
+    if got is not None:
+        pid, version, words, flags = got
+        old = lib.pg_plan_install(device, fn, n, packed, words, flags, version, pid)
+        if old:
+            calls.forget(pid if old < 0 else old)
+
+
+def pg_py_land(token):
+    """A region that C ran by its plan and Python adopted meanwhile: its end."""
+    calls.land(token)
     return 1
 
 
@@ -374,6 +393,7 @@ def pg_py_end_data(handle):
 def pg_py_at_exit():
     """The program's end (the embedded interpreter is never finalized, so Python's
     atexit does not run): release the devices, write the PYGOMP_PROFILE trace."""
+    lib.pg_plans_off()
     devices.finalize_all()
     if accprof.mask:
         rec = accprof.start(accprof.construct_runtime_api, acc.device_none, -1)
@@ -385,6 +405,8 @@ def pg_py_at_exit():
 
 def pg_py_prof_mask():
     accprof.mask_changed()
+    if accprof.mask:            # callbacks see every region: Python runs them all
+        lib.pg_plans_off()
 
 
 MAGIC = b"pygomp1\0"          # pygomp/build.py's tables (docs/c-tables.md)

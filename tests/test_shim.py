@@ -30,7 +30,7 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c"]
+            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c", "planned.c"]
 TIMEOUT = 180
 
 
@@ -96,6 +96,8 @@ def _runs(lib, exes):
         "threads": ([exes["threads.c"]], _env(**pre)),
         "references": ([exes["references.cc"]], _env(**pre)),
         "repeat": ([exes["repeat.c"]], _env(**pre)),        # prepared regions in loops
+        "planned": ([exes["planned.c"]], _env(**pre)),      # regions that C runs itself
+        "planned-info": ([exes["planned.c"]], _env(PYGOMP_INFO="1", **pre)),
         "linked": ([exes["maps-linked"]], _env()),
         "clean-env": ([exes["maps.c"]], clean),
         "interop": ([sys.executable, str(HERE / "interop.py"), exes["libinterop.so"]], _env()),
@@ -113,6 +115,8 @@ def _runs(lib, exes):
     runs["imports"] = ([exes["empty_region.c"]], _env(PYTHONVERBOSE="1", **pre))
     trace = os.path.join(os.path.dirname(exes["empty_region.c"]), "trace.json")
     runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
+    traced = os.path.join(os.path.dirname(exes["planned.c"]), "planned.json")
+    runs["planned-profile"] = ([exes["planned.c"]], _env(PYGOMP_PROFILE=traced, **pre))
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -154,9 +158,19 @@ def _passed(done):
     assert "check failed" not in done.stderr
 
 
-@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references", "repeat"])
+@pytest.mark.parametrize("name", ["maps", "tasks", "threads", "references", "repeat",
+                                  "planned", "planned-info"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+def test_regions_in_loops_are_reported_each_time(runs):
+    """PYGOMP_INFO keeps every region on Python's path, which reports each map: the
+    first loop of planned.c maps its struct ``to`` in each of its 40 regions."""
+    done = runs["planned-info"]
+    mapped = re.findall(r"device 0: mapped \[(0x[0-9a-f]+)\.\.0x[0-9a-f]+\) \(TO\)",
+                        done.stderr)
+    assert max(mapped.count(a) for a in set(mapped)) >= 40, done.stderr[-3000:]
 
 
 def test_a_region_imports_only_what_it_needs(runs):
@@ -182,6 +196,17 @@ def test_a_c_program_writes_its_profile(runs):
     names = {e["name"] for e in events if e.get("ph") == "X"}
     assert {"init", "map", "alloc", "copy host to device", "copy device to host",
             "free"} <= names, names
+
+
+def test_a_profile_shows_every_region_of_a_loop(runs):
+    """Under PYGOMP_PROFILE no region runs by a plan from C: the trace has an unmap for
+    each of planned.c's 1368 target regions (40 + 80 + 40 + 4 threads x 40 x 2 + 4 x 2
+    + 4 threads x 200 + 80)."""
+    done = runs["planned-profile"]
+    _passed(done)
+    with open(os.path.join(os.path.dirname(done.args[0]), "planned.json")) as f:
+        events = json.load(f)["traceEvents"]
+    assert sum(e["name"] == "unmap" for e in events if e.get("ph") == "X") == 1368
 
 
 def test_older_compilers_and_fortran_entry_points(runs):

@@ -11,13 +11,23 @@ entry at each call, made and removed as a construct does; when nothing else chan
 the map meanwhile, the map is as the look-up saw it, and the call stays fresh.
 Anything else a construct would do (report under PYGOMP_INFO or PYGOMP_PROFILE, always,
 structs and pointers) goes through `mapping.target`, as does any error.
+
+A C region of such a call (libpygomp.so) may run without Python: C gets its `plan`,
+good under the same rule, and carries it out itself; the device's `GateLock` keeps
+Python's map and counts right meanwhile (csrc/shim.c).  C reads the version as an
+epoch (`GateLock.current`): a call that stays fresh gives the map back the epoch it
+began with, so that the plans of two regions in one loop stay good.
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
+import threading
 
-from . import devices, env, kinds, mapping, trace
-from .entries import WORD, Item, death, down, owner, ref
+from pygomp_csrc.contract import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO
+
+from . import accprof, devices, env, kinds, mapping, trace
+from .entries import WORD, Item, birth, death, down, owner, ref
 from .intervals import hits
 
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
@@ -38,7 +48,7 @@ class Call:
     function, and `run` calls its ``host`` with the words."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args")
+                 "args", "epoch", "planned")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
                  host_code=False):
@@ -49,6 +59,8 @@ class Call:
         self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
         self.made = ()                  # positions of the items made at each call
+        self.epoch = None               # the map's content at the look-up (`GateLock`)
+        self.planned = None             # the epoch C has a plan for (`plan`)
 
     def fresh(self) -> bool:
         """Whether what the last look-up found still holds (the one staleness rule)."""
@@ -119,6 +131,38 @@ class Call:
                         # the map is the one the look-up saw: it stays good
                         self.words, self.counted, self.entries, self.made = plan
                         self.version = dev.map.version
+                        if self.epoch is not None:
+                            dev.lock.restore(self.epoch)
+
+    def plan(self):
+        """A plan for C to run this `host_code` call itself (libpygomp.so): its id, the
+        epoch of the map its look-up saw (`GateLock.current`), the words and a flag byte per item (`_flags`: made
+        at each call, copied to, from); None when C may not, or has it already (the
+        call is not fresh, a trace or report is on, the device is not the host plugin's
+        or its lock is not a `GateLock`)."""
+        dev = self.dev
+        if self.version == dev.map.version and (self.words is None
+                                                or self.planned == self.epoch):
+            return None                 # as the last time (read unlocked: a hint)
+        if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
+                and isinstance(dev.lock, GateLock)
+                and dev.plugin.name == "host" and not dev.is_initial) \
+                or accprof.mask or trace.on or env.settings().info or env.settings().poison:
+            return None
+        with dev.lock:
+            if self.version != dev.map.version:     # others changed the map meanwhile
+                self._look_up()
+            if self.words is None or self.planned == self.epoch \
+                    or self.devs is not devices.all_devices() or dev.state != "initialized":
+                return None
+            flags = bytes(_flags(self.items[i]) if i in self.made else 0
+                          for i in range(len(self.items)))
+            dev.lock.gate()
+            pid = next(_ids)
+            _plans[pid] = (self.items, tuple(self.entries), tuple(self.counted), self.made,
+                           self)
+            self.planned = self.epoch
+            return pid, self.epoch, list(self.words), flags
 
     def _make(self, words, counted, entries, made):
         """New entries for the items at positions ``made`` (absent at the look-up),
@@ -160,6 +204,7 @@ class Call:
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
         self.devs, self.version = devices.all_devices(), dev.map.version
+        self.epoch = dev.lock.current() if isinstance(dev.lock, GateLock) else None
         e = dev.map.find(self.fn, self.fn + 1)
         self.address = None if e is None else e.dev_start
         if e is None and not self.host_code:
@@ -230,3 +275,120 @@ def _initial_words(items):
             return None
         words.append(it.addr & WORD if k == kinds.FIRSTPRIVATE_INT else it.addr)
     return words
+
+
+# -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
+
+_c = _ffi = None                # libpygomp.so's lib and ffi, once it is loaded
+_plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
+_landing = {}                   # an adopted region's token -> what ends it
+_ids = itertools.count(1)
+_epochs = itertools.count(1)    # `GateLock.current`: never 0, which C starts with
+
+
+def _flags(it):
+    t = kinds.traits(it.kind)
+    return PLAN_MADE | (PLAN_TO if t.to else 0) | (PLAN_FROM if t.from_ else 0)
+
+
+def use_c(ffi, lib) -> None:
+    """libpygomp.so is loaded: devices of the host plugin found from now on get a
+    `GateLock`."""
+    global _c, _ffi
+    _c, _ffi = lib, ffi
+    devices.new_lock = _new_lock
+
+
+def _new_lock(dev):
+    if dev.plugin.name == "host" and not dev.is_initial:
+        return GateLock(dev)
+    return threading.RLock()
+
+
+def forget(pid) -> None:
+    """A plan that C replaced, or did not take: its call may give C another one."""
+    got = _plans.pop(pid, None)
+    if got is not None:
+        got[-1].planned = None
+
+
+class GateLock:
+    """A device's lock where C may run planned regions: an RLock that, once C has a plan
+    for the device (`gate`), keeps C from starting regions there while held, adopts the
+    regions in flight there on taking it (their made items become entries, their
+    present entries are counted), and tells C the epoch of the map (`current`) on
+    letting go."""
+    __slots__ = ("_lock", "_dev", "_depth", "_gated", "_seen", "_epoch")
+
+    def __init__(self, dev):
+        self._lock, self._dev, self._depth, self._gated = threading.RLock(), dev, 0, False
+        self._seen = self._epoch = None
+
+    def gate(self):
+        """C gets plans for the device from now on (the caller holds the lock)."""
+        self._gated = True
+
+    def current(self) -> int:
+        """The epoch of the map's content (the caller holds the lock): a new one whenever
+        its version changed, unless `restore` said the content is an earlier one."""
+        v = self._dev.map.version
+        if v != self._seen:
+            self._seen, self._epoch = v, next(_epochs)
+        return self._epoch
+
+    def restore(self, epoch) -> None:
+        """The map holds again what it held at ``epoch`` (a call's made items are gone,
+        and nothing else changed): plans made then are good again."""
+        self._seen, self._epoch = self._dev.map.version, epoch
+
+    def acquire(self, blocking=True, timeout=-1):
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        if self._gated and not self._depth:
+            try:
+                if _c.pg_gate_enter(self._dev.number):
+                    _adopt(self._dev)
+            except BaseException:
+                _c.pg_gate_leave(self._dev.number, self.current())
+                self._lock.release()
+                raise
+        self._depth += 1
+        return True
+
+    __enter__ = acquire
+
+    def release(self):
+        self._depth -= 1
+        if self._gated and not self._depth:
+            _c.pg_gate_leave(self._dev.number, self.current())
+        self._lock.release()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _adopt(dev):
+    """Take over the regions C has in flight on ``dev`` (under its lock): as if `run`
+    had begun them."""
+    out = _ffi.new("uint64_t[]", 2 + PLAN_ITEMS)
+    while _c.pg_gate_take(dev.number, out):
+        token, (items, entries, counted, made, _) = out[0], _plans[out[1]]
+        entries, new = list(entries), []
+        for i in made:
+            it = items[i]
+            e = birth(dev, it.addr, it.addr + it.size, out[2 + i], alloc=out[2 + i])
+            entries[i] = e
+            new.append(e)
+        counted = list(counted) + new
+        ref(counted, 1)
+        _landing[token] = (dev, items, entries, counted)
+
+
+def land(token) -> None:
+    """The end of a region that Python adopted: as `run` ends one."""
+    dev, items, entries, counted = _landing.pop(token)
+    with dev.lock:
+        zeroed = []
+        down(counted, zeroed)
+        if zeroed:
+            mapping.release(dev, items, entries, True, zeroed)

@@ -36,6 +36,11 @@ class OffloadWarning(RuntimeWarning):
     """A construct runs on the initial device instead of the device it names."""
 
 
+def new_lock(dev):
+    """A device's lock (libpygomp.so puts `calls.GateLock` here: C runs regions too)."""
+    return threading.RLock()
+
+
 class Device:
     """One device number: its plugin, state, lock, interval map (read and changed by
     `mapping` only) and loaded images."""
@@ -48,7 +53,7 @@ class Device:
         self.is_initial = is_initial
         self.target = plugin.target     # the image kind this device loads
         self.state = "uninitialized"
-        self.lock = threading.RLock()
+        self.lock = new_lock(self)
         self.map = IntervalMap()
         self.loaded = {}                # id(table) -> (table, image, [entries])
         self.stood_in_for = set()       # the initial device: numbers it fell back for
