@@ -8,7 +8,9 @@ Runs of a kernel without scratch go side by side, each with its own array of wor
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
+import operator
 import os
 import shutil
 import tempfile
@@ -91,13 +93,18 @@ class _Kernel(Kernel):
 
     def launcher(self, launch):
         """`_start_impl`, `_launch_impl` and `_end_impl` of a kernel without scratch or
-        program: the words in an array of their own, which the entries only read."""
+        program: the words in an array of their own, which the entries only read.  What
+        ``prepare`` gives holds that array and calls the entries with it."""
         entries, plan = self.entries, self.plan(launch)[1]
+        if len(entries) == 1:           # one C call, with no Python frame of ours
+            entry = entries[0]
+            return (lambda words: functools.partial(entry, _words_array(words), plan),
+                    operator.call)
 
-        def start(array):
-            for entry in entries:
-                entry(array, plan)
-        return _words_array, start
+        def prepare(words):
+            array = _words_array(words)
+            return lambda: [entry(array, plan) for entry in entries]
+        return prepare, operator.call
 
 
 def _words_array(words):
