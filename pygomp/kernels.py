@@ -55,7 +55,7 @@ import numpy as np
 from . import kernel_cache
 from .constructs import ARRAYS, as_array
 from .errors import CompileError
-from .runtime import calls, devices, env, images, kinds, mapping, tasks
+from .runtime import calls, devices, env, images, kinds, mapping
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -652,6 +652,7 @@ class Kernel:
         depend = self.depend if depend is None else depend
         if not (nowait or depend):
             return self._run(device, args)
+        from .runtime import tasks
         dev = devices.resolve(device)
         # compiled and checked here, on every device: a kernel that does not build
         # raises at the call, before the tasks' lock is taken
