@@ -8,45 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-
-class _Value:
-    """An immutable value, compared, hashed, pickled and shown by its fields (what a
-    frozen dataclass gives, without the milliseconds that making one takes at import,
-    on a cached kernel's path)."""
-    __slots__ = ()
-
-    def _values(self):
-        return tuple([getattr(self, name) for name in self.__slots__])
-
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self):
-        return hash(self._values())
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    __delattr__ = __setattr__
-
-    def __reduce__(self):
-        return type(self), self._values()
-
-    def __repr__(self):
-        return f"{type(self).__name__}(" + ", ".join(
-            f"{n}={v!r}" for n, v in zip(self.__slots__, self._values())) + ")"
+from ..frozen import Frozen
 
 
-class Scalar(_Value):
+class Scalar(Frozen):
     """A scalar type: its numpy ``name`` ("float32", "int64", "bool", ...) and C type
     ``c``."""
-    __slots__ = ("name", "c")
-
-    def __init__(self, name, c):
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "c", c)
+    __slots__ = _fields = ("name", "c")
 
     @property
     def dtype(self):
@@ -90,26 +58,21 @@ class Scalar(_Value):
         return self.name
 
 
-class Array(_Value):
+class Array(Frozen):
     """An n-d C-contiguous array; ``space`` is global (mapped), local (team-shared) or
     private (a local array of one thread); ``shape`` the compile-time shape of a
     local/private array, () otherwise."""
-    __slots__ = ("elem", "ndim", "space", "shape")
-
-    def __init__(self, elem, ndim, space="global", shape=()):
-        for name, v in (("elem", elem), ("ndim", ndim), ("space", space), ("shape", shape)):
-            object.__setattr__(self, name, v)
+    __slots__ = _fields = ("elem", "ndim", "space", "shape")
+    _defaults = {"space": "global", "shape": ()}
 
     def __str__(self):
         sp = "" if self.space == "global" else f", {self.space}"
         return f"array({self.elem}, {self.ndim}d{sp})"
 
 
-class Void(_Value):
-    __slots__ = ("name",)
-
-    def __init__(self, name="void"):
-        object.__setattr__(self, "name", name)
+class Void(Frozen):
+    __slots__ = _fields = ("name",)
+    _defaults = {"name": "void"}
 
     def __str__(self):
         return "void"

@@ -42,6 +42,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
+from ..frozen import Frozen
 from . import cache
 
 API_VERSION = 1
@@ -188,30 +189,25 @@ class ProgramImage(Image):
     addresses: tuple = ()
 
 
-@dataclass(frozen=True)
-class Source:
-    """A unit written by hand (what a dialect's `emit.Unit` is for generated code)."""
-    source: str
-    kernels: tuple = ()
-    variables: tuple = ()
+class Source(Frozen):
+    """A unit written by hand (what a dialect's `emit.Unit` is for generated code):
+    ``source``, ``kernels``, ``variables``."""
+    __slots__ = _fields = ("source", "kernels", "variables")
+    _defaults = {"kernels": (), "variables": ()}
 
 
-@dataclass(frozen=True)
-class LoadedImage:
-    """Device addresses of an image's functions and variables, in table order."""
-    functions: list
-    variables: list
+class LoadedImage(Frozen):
+    """Device addresses of an image's ``functions`` and ``variables``, in table order."""
+    __slots__ = _fields = ("functions", "variables")
 
 
-@dataclass(frozen=True, eq=False)
-class DeviceArray:
+class DeviceArray(Frozen):
     """An array already in a device's memory that a kernel uses in place (OpenMP's
-    ``is_device_ptr``): its device address, numpy dtype and shape; ``owner`` keeps the
-    memory alive."""
-    address: int
-    dtype: object
-    shape: tuple
-    owner: object = None
+    ``is_device_ptr``): its device ``address``, numpy ``dtype`` and ``shape``; ``owner``
+    keeps the memory alive.  Each is equal only to itself."""
+    __slots__ = _fields = ("address", "dtype", "shape", "owner")
+    _defaults = {"owner": None}
+    __eq__, __hash__ = object.__eq__, object.__hash__
 
     @property
     def ndim(self) -> int:
