@@ -565,6 +565,39 @@ def test_on_none_follows_the_default_device(offload_device):
         pygomp.omp_set_default_device(old)
 
 
+def test_repeated_plain_calls_follow_the_default_device_of_each_thread(offload_device):
+    """A plain call repeated with the same array reads the default-device ICV at each
+    call, in the calling thread (a task's thread has its own)."""
+    import threading
+    old = pygomp.omp_get_default_device()
+    host = pygomp.omp_get_initial_device()
+    y = np.zeros(10)
+    try:
+        with pygomp.target_data(offload_device, alloc=[y]):
+            pygomp.omp_set_default_device(offload_device)
+            for _ in range(3):
+                inc(y)                            # on the device's copy: y is stale
+            assert (y == 0.0).all()
+            pygomp.omp_set_default_device(host)
+            inc(y)                                # on the host itself
+            assert (y == 1.0).all()
+            pygomp.omp_set_default_device(offload_device)
+            inc(y, nowait=True).wait()            # its task runs on the offload device
+            assert (y == 1.0).all()
+
+            def on_host():
+                pygomp.omp_set_default_device(host)
+                inc(y)
+            for _ in range(2):                    # another thread's default: the host
+                t = threading.Thread(target=on_host)
+                t.start()
+                t.join()
+                inc(y)                            # this thread's: the offload device
+            assert (y == 3.0).all()
+    finally:
+        pygomp.omp_set_default_device(old)
+
+
 def test_nowait_and_depend(device):
     y = np.zeros(100000)
     k = inc.on(device)
