@@ -736,12 +736,12 @@ class Bound:
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
-        self.repeat = None      # the `_Repeat.attempt` of the last call, to try first
+        self.repeat = None              # the _Repeat of the last call, to try first
 
     def __call__(self, *args, **kwargs):
         r = self.repeat
         if r is not None and not kwargs:
-            out = r(args)
+            out = r.attempt(args)
             if out is not MISS:
                 return out
         return self._call(args, kwargs.pop("nowait", None), kwargs.pop("depend", None),
@@ -758,8 +758,7 @@ class Bound:
                 return k._run(None, args)
             dev = devices.resolve(self.device)
             out = k._run(self.device, args, dev)
-            r = k._last.repeats.get(dev)
-            self.repeat = None if self.nowait or self.depend or r is None else r.attempt
+            self.repeat = None if self.nowait or self.depend else k._last.repeats.get(dev)
             return out
         return k._launch(self.device, args, nowait, depend)
 
