@@ -152,9 +152,19 @@ def directory() -> str:
 
 
 def _writable(d) -> bool:
-    """Whether this process may make files in ``d`` (access(2): its mode, ACLs, a
-    read-only file system)."""
-    return os.access(d, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids)
+    """Whether this process can make a file in ``d`` (it tries: a new file of a random
+    name, removed at once; tempfile is not imported for it)."""
+    for _ in range(3):
+        path = os.path.join(d, f".probe-{os.getpid()}-{os.urandom(6).hex()}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError:
+            return False
+        os.unlink(path)
+        return True
+    return False
 
 
 def _read_dirs():
