@@ -33,6 +33,10 @@ class Frozen:
                 raise TypeError(f"{type(self).__name__}() needs the argument {name!r}")
             object.__setattr__(self, name, v)
 
+    def as_dict(self) -> dict:
+        """The fields by name (what dataclasses.asdict gives)."""
+        return dict(zip(self._fields, self._values()))
+
     def _values(self):
         return tuple([getattr(self, name) for name in self._fields])
 

@@ -39,3 +39,12 @@ def test_a_device_array_is_equal_only_to_itself():
     x = np.zeros(3)
     a, b = DeviceArray(16, x.dtype, (3,), x), DeviceArray(16, x.dtype, (3,), x)
     assert a == a and a != b and len({a, b}) == 2 and a.ndim == 1 and a.owner is x
+
+
+def test_kernel_info_fills_its_entries_and_levels_and_round_trips():
+    k = KernelInfo("k", args=("p", "i64"), private=((8, (1,)),))
+    assert k.entries == ("k",) and k.levels == ("gwv",) and k.private_part([0, 3]) == 24
+    assert pickle.loads(pickle.dumps(k)) == k and hash(k) == hash(KernelInfo(**k.as_dict()))
+    assert k.as_dict()["args"] == ("p", "i64")
+    with pytest.raises(ValueError, match="kernel k: 2 entries but 1 levels"):
+        KernelInfo("k", ("a", "b"), levels=("g",))

@@ -71,8 +71,7 @@ class DeviceInfo:
         return word in self.name.lower() or word in self.platform.lower()
 
 
-@dataclass(frozen=True)
-class KernelInfo:
+class KernelInfo(Frozen):
     """How to launch one kernel (one function of a table).
 
     - ``entries``: its entry symbols.  One ``run`` launches them in this order; each
@@ -121,21 +120,15 @@ class KernelInfo:
     ``__local ulong *``; CUDA as one ``unsigned long long`` parameter per word and per
     scratch address, the tree as dynamic shared memory.
     """
-    name: str
-    entries: tuple = ()
-    args: tuple = ()
-    levels: tuple = ()
-    scratch_bytes: int = 0
-    gang_bytes: int = 0
-    tree_bytes: int = 0
-    private: tuple = ()
-    program: tuple = ()
-    team_bytes: int = 0
-    requires: tuple = ()
-    cooperative: bool = False
-    any_group_size: bool = False
+    __slots__ = _fields = ("name", "entries", "args", "levels", "scratch_bytes",
+                           "gang_bytes", "tree_bytes", "private", "program", "team_bytes",
+                           "requires", "cooperative", "any_group_size")
+    _defaults = {"entries": (), "args": (), "levels": (), "scratch_bytes": 0, "gang_bytes": 0,
+                 "tree_bytes": 0, "private": (), "program": (), "team_bytes": 0,
+                 "requires": (), "cooperative": False, "any_group_size": False}
 
-    def __post_init__(self):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         if not self.entries:
             object.__setattr__(self, "entries", (self.name,))
         if not self.levels:
