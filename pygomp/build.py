@@ -22,7 +22,6 @@ docs/c-tables.md describes the table, the image formats and the calling conventi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import runpy
 import sys
@@ -205,7 +204,7 @@ def _meta(entry, imgs) -> str:
     return json.dumps({
         "name": entry.name, "launch": list(entry.kernel.launch),
         "images": [{"target": i.target, "identity": i.identity, "name": i.name,
-                    "kernels": [dataclasses.asdict(k) for k in i.kernels],
+                    "kernels": [k.as_dict() for k in i.kernels],
                     "variables": [list(v) for v in i.variables]} for i in imgs]})
 
 

@@ -44,6 +44,7 @@ the specialization.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import struct
 import threading
@@ -54,7 +55,7 @@ import numpy as np
 from . import kernel_cache
 from .constructs import ARRAYS, as_array
 from .errors import CompileError
-from .runtime import calls, devices, env, images, kinds, mapping, tasks
+from .runtime import calls, devices, env, images, kinds, mapping
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -389,54 +390,82 @@ class _Repeat:
     user may let go of them, and their shapes), its scalars' positions and Python types,
     the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
     that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
-    result's bytes read."""
-    __slots__ = ("n", "arrays", "scalars", "call", "result")
+    result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
+    writeable, of the same shapes) and scalars of the same types while the call's
+    look-up is fresh, and returns its result; else it returns `MISS` and runs nothing."""
+    __slots__ = ("arrays", "call", "result", "attempt")
 
     def __init__(self, spec, dev, args, items, launch):
-        self.n = len(args)
         dtype = spec.ret_dtype
         self.result = None if dtype is None else \
             struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
-        self.arrays, self.scalars, slots = [], [], []
+        self.arrays, layout, cells, slots = [], [], [], []
         i = 0
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
             if is_array:
-                self.arrays.append((pos, _weak(a), a.shape))
+                self.arrays.append(pos)
+                layout.append(0)
+                cells += (_weak(a), a.shape)
                 i += 1 + a.ndim
             else:
-                self.scalars.append((pos, how, type(a)))
                 w = how(a)
                 n = len(w) if isinstance(w, tuple) else 1
+                layout.append(n)
+                cells += (type(a), how)
                 slots += range(i, i + n)
                 i += n
         items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
         self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
                                self.result.size if self.result else 0)
+        self.attempt = _attempts(tuple(layout), self.result is not None)(
+            self.call.fresh, self.call.run, self.finish, *cells)
 
     def run(self, values):
         """Run with these scalar words; the kernel's result, or None."""
-        got = self.call.run(values)
+        return self.finish(self.call.run(values))
+
+    def finish(self, got):
+        """The kernel's result from the bytes of its result slot."""
         if not self.result:
             return None
         v = self.result.unpack(got)
         return v[0] if len(v) == 1 else complex(*v)
 
-    def values(self, args):
-        """The scalar words of a call with the same arrays and scalar types, else None."""
-        if len(args) != self.n:
-            return None
-        for pos, ref, shape in self.arrays:
-            b = args[pos]
-            if b is not ref() or b.shape != shape or not b.flags.writeable:
-                return None             # a read-only array takes the checked path
-        out = []
-        for pos, word, typ in self.scalars:
-            b = args[pos]
-            if type(b) is not typ:
-                return None
-            w = word(b)
-            out += w if isinstance(w, tuple) else (w,)
-        return out
+
+MISS = object()         # what `_Repeat.attempt` returns when it runs nothing
+
+
+@functools.lru_cache(maxsize=256)
+def _attempts(layout, result):
+    """The maker of `_Repeat.attempt` for calls whose arguments are laid out as
+    ``layout`` says (per parameter: 0 an array, else a scalar of that many words):
+    straight-line code, with each array's weak reference and shape and each scalar's
+    type and word function in cells of its own, as it runs at every repeated call."""
+    names, body, words = [], [], []
+    for pos, n in enumerate(layout):
+        a = f"a{pos}"
+        if n == 0:
+            names += (f"r{pos}", f"s{pos}")
+            body.append(f"if {a} is not r{pos}() or {a}.shape != s{pos} "
+                        f"or not {a}.flags.writeable:")
+        else:
+            names += (f"t{pos}", f"w{pos}")
+            body.append(f"if type({a}) is not t{pos}:")
+            words.append(f"w{pos}({a})" if n == 1 else f"*w{pos}({a})")
+        body.append("    return MISS")
+    run = f"run([{', '.join(words)}])" if words else "run(())"
+    args = "".join(f"a{pos}, " for pos in range(len(layout)))
+    src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
+           f"    def attempt(args):\n"
+           f"        if len(args) != {len(layout)} or not fresh():\n"
+           f"            return MISS\n"
+           + (f"        {args}= args\n" if layout else "")
+           + "".join(f"        {line}\n" for line in body)
+           + f"        return {f'finish({run})' if result else run}\n"
+           f"    return attempt\n")
+    ns = {"MISS": MISS}
+    exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)
+    return ns["make"]
 
 
 def _weak(a):
@@ -511,6 +540,7 @@ class Kernel:
         self.depend = depend
         self._specs = {}
         self._last = None           # the specialization of the previous call
+        self._hit = None            # (device number, `_Repeat.attempt`) of a plain call
         self._lock = threading.Lock()
         self._bound = {}
         self._boundscheck = None if boundscheck is None else bool(boundscheck)
@@ -542,7 +572,7 @@ class Kernel:
 
     def _forget(self):
         """Drop what repeated calls reuse: the next call looks its specialization up."""
-        self._last = None
+        self._last = self._hit = None
         for b in list(self._bound.values()):
             b.repeat = None
 
@@ -604,7 +634,14 @@ class Kernel:
         return tuple(b.arguments[n] for n in self.param_names)
 
     # -- calls --------------------------------------------------------------------
-    def __call__(self, *args, nowait=None, depend=None, **kwargs):
+    def __call__(self, *args, **kwargs):
+        hit = self._hit
+        if hit is not None and not kwargs and not (self.nowait or self.depend) and hit[0] == (
+                devices.get_default() if self.device is None else self.device):
+            out = hit[1](args)
+            if out is not MISS:
+                return out
+        nowait, depend = kwargs.pop("nowait", None), kwargs.pop("depend", None)
         if kwargs or len(args) != len(self.param_names):
             args = self.bind(args, kwargs)
         return self._launch(self.device, args, nowait, depend)
@@ -623,6 +660,7 @@ class Kernel:
         depend = self.depend if depend is None else depend
         if not (nowait or depend):
             return self._run(device, args)
+        from .runtime import tasks
         dev = devices.resolve(device)
         # compiled and checked here, on every device: a kernel that does not build
         # raises at the call, before the tasks' lock is taken
@@ -647,15 +685,17 @@ class Kernel:
         return s, args, s.items(args)
 
     def _run(self, device, args, dev=None):
+        number = None                   # the number dev was resolved from, in this thread
         if dev is None:
-            dev = devices.resolve(device)
+            number = devices.get_default() if device is None else device
+            dev = devices.resolve(number)
         s = self._last
         if s is not None:
             r = s.repeats.get(dev)
             if r is not None:
-                values = r.values(args)
-                if values is not None:
-                    return r.run(values)
+                out = r.attempt(args)
+                if out is not MISS:
+                    return out
         s, args, items = self._prepare(args, dev)
         r = _Repeat(s, dev, args, items, self.launch)
         if s.checked or s.rets:         # a record or results of its own: never repeated
@@ -664,8 +704,10 @@ class Kernel:
                 s.check(dev, s.record(items))
             return s.tuple_of(items) if s.rets else out
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
-               for pos, _, _ in r.arrays):
+               for pos in r.arrays):
             s.repeats[dev] = r
+            if number is not None:      # a plain call with that number tries r first
+                self._hit = (number, r.attempt)
         return r.run([items[i].addr for i in r.call.slots])
 
     def _start(self, dev, s, items, wait_for):
@@ -696,13 +738,16 @@ class Bound:
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
         self.repeat = None              # the _Repeat of the last call, to try first
 
-    def __call__(self, *args, nowait=None, depend=None, **kwargs):
+    def __call__(self, *args, **kwargs):
         r = self.repeat
-        if r is not None and nowait is None and depend is None and not kwargs \
-                and r.call.fresh():
-            values = r.values(args)
-            if values is not None:
-                return r.run(values)
+        if r is not None and not kwargs:
+            out = r.attempt(args)
+            if out is not MISS:
+                return out
+        return self._call(args, kwargs.pop("nowait", None), kwargs.pop("depend", None),
+                          kwargs)
+
+    def _call(self, args, nowait, depend, kwargs):
         k = self.kernel
         if kwargs or len(args) != len(k.param_names):
             args = k.bind(args, kwargs)

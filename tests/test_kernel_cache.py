@@ -86,3 +86,40 @@ def test_what_a_kernel_reads_from_outside_is_checked(tmp_path):
 def test_a_kernel_reading_an_object_is_not_kept(tmp_path):
     assert run(tmp_path, "shift") == (6.0, True)
     assert run(tmp_path, "shift") == (6.0, True)
+
+
+FIRST_CALL = textwrap.dedent("""
+    import sys
+    import numpy as np
+    before = set(sys.modules)
+    import pygomp as omp
+
+    @omp.target
+    def scale(x, a: float):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * a + 1.0
+
+    x = np.ones(4)
+    scale(x, 2.0)
+    assert (x == 3.0).all()
+    print(" ".join(sorted(set(sys.modules) - before)))
+""")
+
+# what a cached kernel's first call needs none of: the compiler's front end and
+# emitter, the task pool (and logging), the C compiler's runner and temporary files
+COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.ir",
+                "pygomp.runtime.tasks", "concurrent.futures", "logging", "subprocess",
+                "tempfile", "shutil", "json")
+
+
+def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
+    (tmp_path / "first.py").write_text(FIRST_CALL)
+    env = {n: v for n, v in os.environ.items() if not n.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, str(tmp_path / "first.py")], env=env,
+                           capture_output=True, text=True, timeout=180) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-3000:]
+    compiled, cached = (set(r.stdout.split()) for r in runs)
+    assert "pygomp.compiler.frontend" in compiled and "subprocess" in compiled
+    assert sorted(cached & set(COMPILE_ONLY)) == []

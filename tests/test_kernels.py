@@ -565,6 +565,39 @@ def test_on_none_follows_the_default_device(offload_device):
         pygomp.omp_set_default_device(old)
 
 
+def test_repeated_plain_calls_follow_the_default_device_of_each_thread(offload_device):
+    """A plain call repeated with the same array reads the default-device ICV at each
+    call, in the calling thread (a task's thread has its own)."""
+    import threading
+    old = pygomp.omp_get_default_device()
+    host = pygomp.omp_get_initial_device()
+    y = np.zeros(10)
+    try:
+        with pygomp.target_data(offload_device, alloc=[y]):
+            pygomp.omp_set_default_device(offload_device)
+            for _ in range(3):
+                inc(y)                            # on the device's copy: y is stale
+            assert (y == 0.0).all()
+            pygomp.omp_set_default_device(host)
+            inc(y)                                # on the host itself
+            assert (y == 1.0).all()
+            pygomp.omp_set_default_device(offload_device)
+            inc(y, nowait=True).wait()            # its task runs on the offload device
+            assert (y == 1.0).all()
+
+            def on_host():
+                pygomp.omp_set_default_device(host)
+                inc(y)
+            for _ in range(2):                    # another thread's default: the host
+                t = threading.Thread(target=on_host)
+                t.start()
+                t.join()
+                inc(y)                            # this thread's: the offload device
+            assert (y == 3.0).all()
+    finally:
+        pygomp.omp_set_default_device(old)
+
+
 def test_nowait_and_depend(device):
     y = np.zeros(100000)
     k = inc.on(device)
@@ -757,3 +790,41 @@ def test_a_nowait_call_that_does_not_compile_raises_at_the_call(device):
             broken.on(device)(y, **options)
     pygomp.taskwait()                   # nothing was left to fail there
     assert not y.any()
+
+
+@omp.target
+def fill_rows(a, v):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = v * (i + 1)
+    return a.shape[0] * 100 + a.shape[1]
+
+
+@omp.target
+def times(z, w):
+    for i in range(z.shape[0]):
+        z[i] = z[i] * w
+
+
+def test_repeated_calls_see_shapes_scalar_types_and_new_arrays(device):
+    """What the repeated-call path reuses is checked at each call: the array itself (a
+    new one in its place), its shape (reshaped in place), the scalars' types."""
+    k = fill_rows.on(device)
+    a = np.zeros((2, 6))
+    for v in (1, 2, 3):                             # repeats: an int scalar each time
+        assert k(a, v) == 206
+        assert (a == v * np.array([[1], [2]])).all() and a.dtype == np.float64
+    a.shape = (3, 4)                                # in place: the same object
+    assert k(a, 5) == 304
+    assert (a == 5 * np.array([[1], [2], [3]])).all()
+    assert k(a, 0.5) == 304                         # a float now: another specialization
+    assert (a[2] == 1.5).all()
+    z = np.ones(3, np.complex128)
+    for w in (1j, 2 + 1j):                          # a complex scalar: two words
+        times.on(device)(z, w)
+    assert (z == 1j * (2 + 1j)).all()
+    for n in range(1, 4):                           # fresh arrays, maybe at old addresses
+        del a
+        a = np.zeros((n, 2))
+        assert k(a, 1) == n * 100 + 2
+        assert (a[:, 0] == np.arange(1, n + 1)).all()

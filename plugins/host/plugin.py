@@ -8,10 +8,10 @@ Runs of a kernel without scratch go side by side, each with its own array of wor
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
+import operator
 import os
-import shutil
-import tempfile
 import types
 
 from pygomp.errors import CompileError, compiler_error
@@ -91,13 +91,18 @@ class _Kernel(Kernel):
 
     def launcher(self, launch):
         """`_start_impl`, `_launch_impl` and `_end_impl` of a kernel without scratch or
-        program: the words in an array of their own, which the entries only read."""
+        program: the words in an array of their own, which the entries only read.  What
+        ``prepare`` gives holds that array and calls the entries with it."""
         entries, plan = self.entries, self.plan(launch)[1]
+        if len(entries) == 1:           # one C call, with no Python frame of ours
+            entry = entries[0]
+            return (lambda words: functools.partial(entry, _words_array(words), plan),
+                    operator.call)
 
-        def start(array):
-            for entry in entries:
-                entry(array, plan)
-        return _words_array, start
+        def prepare(words):
+            array = _words_array(words)
+            return lambda: [entry(array, plan) for entry in entries]
+        return prepare, operator.call
 
 
 def _words_array(words):
@@ -190,7 +195,8 @@ class HostPlugin(Plugin):
 
 def compile_c(source: str, name: str = "kernel") -> bytes:
     """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
-    import subprocess               # here: loading cached kernels never needs it
+    import subprocess               # here: loading cached kernels never needs them
+    import tempfile
     gcc = os.environ.get("CC") or "gcc"
     with tempfile.TemporaryDirectory(prefix="pygomp-") as d:
         src, so = os.path.join(d, "k.c"), os.path.join(d, "k.so")
@@ -234,13 +240,24 @@ def _compiler_id():
     """The C compiler binary found on PATH (without running it) and the flags; None
     when there is none (cached kernels still load)."""
     if "compiler" not in _ids:
-        gcc = shutil.which(os.environ.get("CC") or "gcc")
+        gcc = _which(os.environ.get("CC") or "gcc")
         if gcc is None:
             _ids["compiler"] = None
         else:
             st = os.stat(gcc)
             _ids["compiler"] = f"{gcc}|{st.st_size}|{st.st_mtime}|" + " ".join(CFLAGS)
     return _ids["compiler"]
+
+
+def _which(cmd):
+    """The executable ``cmd`` names (a path, or a name looked up on PATH), or None; as
+    shutil.which, whose import (with bz2 and lzma) the cached path does without."""
+    dirs = [""] if os.path.dirname(cmd) else os.environ.get("PATH", os.defpath).split(":")
+    for d in dirs:
+        path = os.path.join(d, cmd)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def _max_threads():

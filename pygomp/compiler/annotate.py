@@ -11,10 +11,10 @@ differs is a TypeError at the call.  Any other annotation is refused, never igno
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..frozen import Frozen
 from . import types as T
 
 FORMS = ('a scalar type (float, int, bool, np.float32, "int32") or an array: '
@@ -22,12 +22,9 @@ FORMS = ('a scalar type (float, int, bool, np.float32, "int32") or an array: '
          'np.ndarray[tuple[int], np.dtype[np.float32]]')
 
 
-@dataclass(frozen=True)
-class ArrayAnn:
+class ArrayAnn(Frozen):
     """An array annotation; ``elem`` or ``ndim`` None where it leaves them open."""
-    elem: T.Scalar | None
-    ndim: int | None
-    text: str
+    __slots__ = _fields = ("elem", "ndim", "text")
 
     @property
     def type(self):

@@ -6,15 +6,15 @@ when ``x`` is float32).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..frozen import Frozen
 
-@dataclass(frozen=True)
-class Scalar:
-    name: str          # numpy name: "float32", "int64", "bool", ...
-    c: str             # C type name
+
+class Scalar(Frozen):
+    """A scalar type: its numpy ``name`` ("float32", "int64", "bool", ...) and C type
+    ``c``."""
+    __slots__ = _fields = ("name", "c")
 
     @property
     def dtype(self):
@@ -58,23 +58,21 @@ class Scalar:
         return self.name
 
 
-@dataclass(frozen=True)
-class Array:
+class Array(Frozen):
     """An n-d C-contiguous array; ``space`` is global (mapped), local (team-shared) or
-    private (a local array of one thread)."""
-    elem: Scalar
-    ndim: int
-    space: str = "global"
-    shape: tuple = ()          # compile-time shape of local/private arrays, () otherwise
+    private (a local array of one thread); ``shape`` the compile-time shape of a
+    local/private array, () otherwise."""
+    __slots__ = _fields = ("elem", "ndim", "space", "shape")
+    _defaults = {"space": "global", "shape": ()}
 
     def __str__(self):
         sp = "" if self.space == "global" else f", {self.space}"
         return f"array({self.elem}, {self.ndim}d{sp})"
 
 
-@dataclass(frozen=True)
-class Void:
-    name: str = "void"
+class Void(Frozen):
+    __slots__ = _fields = ("name",)
+    _defaults = {"name": "void"}
 
     def __str__(self):
         return "void"

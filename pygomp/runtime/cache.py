@@ -31,9 +31,7 @@ import contextlib
 import hashlib
 import hmac
 import os
-import shutil
 import stat
-import tempfile
 import warnings
 
 from .._version import VERSION
@@ -134,6 +132,8 @@ def _fallback():
     """``<tempdir>/pygomp-cache-<uid>`` when this user owns it, with a safe mode (it is
     made 0700 when missing), else a fresh private directory that lives as long as the
     process."""
+    import shutil
+    import tempfile
     path = os.path.join(tempfile.gettempdir(), f"pygomp-cache-{_UID}")
     with contextlib.suppress(OSError):
         os.mkdir(path, 0o700)               # fails when it exists: then it is checked
@@ -152,13 +152,19 @@ def directory() -> str:
 
 
 def _writable(d) -> bool:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".probe-")
-    except OSError:
-        return False
-    os.close(fd)
-    os.unlink(tmp)
-    return True
+    """Whether this process can make a file in ``d`` (it tries: a new file of a random
+    name, removed at once; tempfile is not imported for it)."""
+    for _ in range(3):
+        path = os.path.join(d, f".probe-{os.getpid()}-{os.urandom(6).hex()}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError:
+            return False
+        os.unlink(path)
+        return True
+    return False
 
 
 def _read_dirs():
@@ -179,6 +185,7 @@ def _dir_key(d, create=False):
     """The HMAC key of directory ``d`` (made when ``create``), or None."""
     path = os.path.join(d, ".key")
     if create and not os.path.exists(path):
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")      # mode 0600
         with os.fdopen(fd, "wb") as f:
             f.write(os.urandom(32))
@@ -265,6 +272,7 @@ def put(k: str, data: bytes, suffix: str = "") -> None:
     if mac_key is None:
         return
     sealed = _seal(data, name, mac_key)
+    import tempfile
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -307,6 +315,7 @@ def materialize(k: str, data: bytes, suffix: str) -> str:
     why = _unsafe(lib)
     if why:
         raise OSError(f"pygomp: the kernel cache refuses {lib}: {why}")
+    import tempfile
     fd, tmp = tempfile.mkstemp(dir=lib, prefix=".tmp-", suffix=suffix)
     with os.fdopen(fd, "wb") as f:
         f.write(data)

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import functools
 import importlib
-import json
 import operator
 import os
 import sys
@@ -183,19 +182,18 @@ def _entry_points():
                 dirs.append((d, os.stat(d or ".").st_mtime_ns))
         except OSError:
             pass
-    k = cache.key(PLUGIN_GROUP, dirs)
+    k = cache.key(PLUGIN_GROUP, "lines", dirs)
+    text = cache.get(k, ".entrypoints")     # a line per entry point: name, a tab, value
+    if text is not None:
+        return dict(line.split("\t", 1) for line in text.decode().splitlines())
+    from importlib.metadata import entry_points
+    found = {ep.name: ep.value for ep in entry_points(group=PLUGIN_GROUP)}
     try:
-        found = json.loads(cache.get(k, ".entrypoints") or b"null")
-    except ValueError:
-        found = None
-    if found is None:
-        from importlib.metadata import entry_points
-        found = [(ep.name, ep.value) for ep in entry_points(group=PLUGIN_GROUP)]
-        try:
-            cache.put(k, json.dumps(found).encode(), ".entrypoints")
-        except OSError:
-            pass
-    return dict(found)
+        cache.put(k, "".join(f"{n}\t{v}\n" for n, v in found.items()).encode(),
+                  ".entrypoints")
+    except OSError:
+        pass
+    return found
 
 
 def _load(value: str):

@@ -42,6 +42,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
+from ..frozen import Frozen
 from . import cache
 
 API_VERSION = 1
@@ -70,8 +71,7 @@ class DeviceInfo:
         return word in self.name.lower() or word in self.platform.lower()
 
 
-@dataclass(frozen=True)
-class KernelInfo:
+class KernelInfo(Frozen):
     """How to launch one kernel (one function of a table).
 
     - ``entries``: its entry symbols.  One ``run`` launches them in this order; each
@@ -120,21 +120,15 @@ class KernelInfo:
     ``__local ulong *``; CUDA as one ``unsigned long long`` parameter per word and per
     scratch address, the tree as dynamic shared memory.
     """
-    name: str
-    entries: tuple = ()
-    args: tuple = ()
-    levels: tuple = ()
-    scratch_bytes: int = 0
-    gang_bytes: int = 0
-    tree_bytes: int = 0
-    private: tuple = ()
-    program: tuple = ()
-    team_bytes: int = 0
-    requires: tuple = ()
-    cooperative: bool = False
-    any_group_size: bool = False
+    __slots__ = _fields = ("name", "entries", "args", "levels", "scratch_bytes",
+                           "gang_bytes", "tree_bytes", "private", "program", "team_bytes",
+                           "requires", "cooperative", "any_group_size")
+    _defaults = {"entries": (), "args": (), "levels": (), "scratch_bytes": 0, "gang_bytes": 0,
+                 "tree_bytes": 0, "private": (), "program": (), "team_bytes": 0,
+                 "requires": (), "cooperative": False, "any_group_size": False}
 
-    def __post_init__(self):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         if not self.entries:
             object.__setattr__(self, "entries", (self.name,))
         if not self.levels:
@@ -188,30 +182,25 @@ class ProgramImage(Image):
     addresses: tuple = ()
 
 
-@dataclass(frozen=True)
-class Source:
-    """A unit written by hand (what a dialect's `emit.Unit` is for generated code)."""
-    source: str
-    kernels: tuple = ()
-    variables: tuple = ()
+class Source(Frozen):
+    """A unit written by hand (what a dialect's `emit.Unit` is for generated code):
+    ``source``, ``kernels``, ``variables``."""
+    __slots__ = _fields = ("source", "kernels", "variables")
+    _defaults = {"kernels": (), "variables": ()}
 
 
-@dataclass(frozen=True)
-class LoadedImage:
-    """Device addresses of an image's functions and variables, in table order."""
-    functions: list
-    variables: list
+class LoadedImage(Frozen):
+    """Device addresses of an image's ``functions`` and ``variables``, in table order."""
+    __slots__ = _fields = ("functions", "variables")
 
 
-@dataclass(frozen=True, eq=False)
-class DeviceArray:
+class DeviceArray(Frozen):
     """An array already in a device's memory that a kernel uses in place (OpenMP's
-    ``is_device_ptr``): its device address, numpy dtype and shape; ``owner`` keeps the
-    memory alive."""
-    address: int
-    dtype: object
-    shape: tuple
-    owner: object = None
+    ``is_device_ptr``): its device ``address``, numpy ``dtype`` and ``shape``; ``owner``
+    keeps the memory alive.  Each is equal only to itself."""
+    __slots__ = _fields = ("address", "dtype", "shape", "owner")
+    _defaults = {"owner": None}
+    __eq__, __hash__ = object.__eq__, object.__hash__
 
     @property
     def ndim(self) -> int:

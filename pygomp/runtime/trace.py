@@ -15,7 +15,6 @@ through `mapping.target` while tracing, so every map and unmap is seen.
 from __future__ import annotations
 
 import atexit
-import json
 import threading
 import time
 
@@ -148,4 +147,5 @@ def events() -> list:
 def write() -> None:
     """Write the trace file (at exit; may be called earlier to see it so far)."""
     with open(_path, "w") as f:
+        import json                 # here: only a profile is written with it
         json.dump({"traceEvents": events(), "displayTimeUnit": "ms"}, f)
