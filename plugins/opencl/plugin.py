@@ -121,23 +121,8 @@ class _Kernel(Kernel):
         return gangs, steps, prepared, single
 
     def run(self, args, launch, wait_for):
-        """Set the arguments if they changed, then enqueue the entries (the first after
-        ``wait_for``): a single launch at once, a program in one call of the C launcher
-        where there is one (`launch`), else one pyopencl enqueue per launch.  One frame
-        for the common case: a launch costs little more than its enqueue."""
-        try:
-            plan = self.plans[launch]
-        except (KeyError, TypeError):       # not made yet, or launch a list
-            plan = self.plan(launch)
-        with self.lock:
-            if plan is not self.last_plan or self.plugin._frees != self.last_frees \
-                    or args is not self.last_words and args != self.last_words:
-                self._set_args(args, plan)
-            waits = self._waits(wait_for) if wait_for else None
-            single = plan[3]
-            if single is not None:
-                return cl.enqueue_nd_range_kernel(self.d.queue, *single, None, waits)
-            return self._program(plan, waits)
+        return OpenCLPlugin.run_async(self.plugin, self.dev, self.address, args, launch,
+                                      wait_for)
 
     @staticmethod
     def _waits(wait_for):
@@ -223,7 +208,7 @@ class _Kernel(Kernel):
             entry.set_args(*mine)
             held.append(mine)
         self.held = held
-        self.last_words, self.last_plan, self.last_frees = tuple(args), plan, frees
+        self.last_words, self.last_plan, self.last_frees = args[:], plan, frees   # a tuple: itself
 
 
 def _numpy():
@@ -444,33 +429,51 @@ class OpenCLPlugin(Plugin):
 
     # -- launches ------------------------------------------------------------
     def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        """Set the kernel's arguments if they changed, then enqueue its entries (the
+        first after ``wait_for``): a single launch at once, a program in one call of the
+        C launcher where there is one (`launch`), else one pyopencl enqueue per launch.
+        All in this frame for a single launch: it costs little more than its enqueue."""
         k = self._kernels.get(fn)
         if k is None or k.dev != dev or len(args) != k.nwords:
             return super().run_async(dev, fn, args, launch, wait_for)   # says what is wrong
         try:
-            return k.run(args, launch, wait_for)
+            try:
+                plan = k.plans[launch]
+            except (KeyError, TypeError):       # not made yet, or launch a list
+                plan = k.plan(launch)
+            with k.lock:
+                if plan is not k.last_plan or self._frees != k.last_frees \
+                        or args is not k.last_words and args != k.last_words:
+                    k._set_args(args, plan)
+                waits = k._waits(wait_for) if wait_for else None
+                single = plan[3]
+                if single is not None:
+                    return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
+                return k._program(plan, waits)
         except PluginError:
             raise
         except Exception as e:
             raise self._run_error(dev, fn, k.info, args, launch, e) from e
 
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        return OpenCLPlugin.run_async(self, dev, fn, args, launch, wait_for)
+
     def launcher(self, dev, fn, launch, nwords):
-        """`run` with fewer steps: the kernel's `_Kernel.run`, then a wait; the words
-        as a tuple, which `_Kernel.run` knows again by identity."""
+        """`run` with fewer steps: `run_async`, then a wait; the words as a tuple, which
+        `run_async` knows again by identity."""
         k = self._kernels.get(fn)
         if k is None or k.dev != dev or nwords != k.nwords:
             return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
         launch = tuple(launch)
 
         def start(args):
-            try:
-                event = k.run(args, launch, ())
-                if event is not DONE:
+            event = run_async(self, dev, fn, args, launch)
+            if event is not DONE:
+                try:
                     event.wait()
-            except PluginError:
-                raise
-            except Exception as e:
-                raise self._run_error(dev, fn, k.info, args, launch, e) from e
+                except Exception as e:
+                    raise self._run_error(dev, fn, k.info, args, launch, e) from e
+        run_async = OpenCLPlugin.run_async      # not a traced one: calls go untraced
         return tuple, start
 
     def _synchronize_impl(self, dev):
