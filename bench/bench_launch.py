@@ -9,8 +9,8 @@ same cl.Kernel objects with the same arguments set, side by side in one run.
 - launch: the prepared kernel's launch alone, ``plugin.run_async`` of its words (the
   queue finished every 50 launches), against ``cl.enqueue_nd_range_kernel`` alone;
 - program: a kernel whose sequential loop around a parallel loop becomes a loop of
-  launches (2 x --steps + 1 a call: each round's entry and the empty one that keeps
-  the carried scalars' areas alternating), against a Python loop enqueuing the same
+  launches (--steps + 1 a call: a round's entry, made twice so that the carried
+  scalars' areas alternate, and the first), against a Python loop enqueuing the same
   entries in the same order (its loop count read back as pygomp reads it), per launch.
 Best per-call (or per-launch) time of chunks of 50 calls (1 for program), the contenders
 in turn.
@@ -62,22 +62,27 @@ def loaded(dev, kernel, arrays):
 
 def program_raw(dev, k, queue, t):
     """The entries of ``steps``'s program enqueued from Python in the program's order:
-    a ``repeat`` reads its count from the scratch word as pygomp does."""
+    a ``repeat`` reads its count from the scratch word as pygomp does; and the number
+    of launches a call."""
     import pyopencl as cl
     gangs, plan = k.plans[(0, 0, 0)][:2]
     scratch = k.buffers["scratch"][0]
     word = np.zeros(1, np.int64)
+    launches = [0]
 
     def walk(ops):
         for op in ops:
             if isinstance(op, int):
                 entry, gsize, local, _ = plan[op]
                 cl.enqueue_nd_range_kernel(queue, entry, gsize, local)
+                launches[0] += 1
             else:           # steps has "repeat" loops only
                 cl.enqueue_copy(queue, word, scratch, src_offset=8 * op[1], is_blocking=True)
                 for _ in range(int(word[0])):
                     walk(op[2])
-    return lambda: (walk(k.info.program), queue.finish())
+    walk(k.info.program)
+    queue.finish()
+    return lambda: (walk(k.info.program), queue.finish()), launches[0]
 
 
 def main():
@@ -130,9 +135,7 @@ def main():
     with pygomp.target_data(dev.number, tofrom=[a]):
         call(args.steps, a)
         k, _ = loaded(dev, steps, [args.steps, a])
-        raw = program_raw(dev, k, queue, args.steps)
-        launches = len(list(pygomp.runtime.plugin.program(
-            k.info.program, lambda word: args.steps)))
+        raw, launches = program_raw(dev, k, queue, args.steps)
         t = duel({"pygomp": lambda: call(args.steps, a), "raw": raw},
                  max(args.calls // 100, 1), args.repeat, chunk=1)
     row("program", 1, {key: v / launches for key, v in t.items()})
