@@ -435,12 +435,14 @@ class OpenCLPlugin(Plugin):
         All in this frame for a single launch: it costs little more than its enqueue."""
         k = self._kernels.get(fn)
         if k is None or k.dev != dev or len(args) != k.nwords:
-            return super().run_async(dev, fn, args, launch, wait_for)   # says what is wrong
+            self._check_run(dev, fn, args)      # says what is wrong
+            raise PluginError(f"{self.label(dev)}: run: kernel {k.info.name} at {fn:#x} "
+                              f"is loaded on {self.label(k.dev)}")
         try:
             try:
                 plan = k.plans[launch]
             except (KeyError, TypeError):       # not made yet, or launch a list
-                plan = k.plan(launch)
+                plan = k.plan(tuple(launch))
             with k.lock:
                 if plan is not k.last_plan or self._frees != k.last_frees \
                         or args is not k.last_words and args != k.last_words:
