@@ -78,7 +78,7 @@ class _Kernel(Kernel):
         self.max_group = min(self.props["max_work_group_size"], *(
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
             for k in self.entries))
-        self.last_words = self.last_plan = self.last_frees = None    # see run
+        self.last_words = self.last_plan = self.last_frees = None    # see run_async
         self.held = self.scratch = None  # what the entries are set to (see _set_args)
         dtypes, self.masks = [], []
         for c in info.args:
@@ -121,6 +121,7 @@ class _Kernel(Kernel):
         return gangs, steps, prepared, single
 
     def run(self, args, launch, wait_for):
+        """`OpenCLPlugin.run_async` of this kernel."""
         return OpenCLPlugin.run_async(self.plugin, self.dev, self.address, args, launch,
                                       wait_for)
 
@@ -137,7 +138,7 @@ class _Kernel(Kernel):
         return waits
 
     def _program(self, plan, waits):
-        """Enqueue the entries as the kernel's program says (see `run`)."""
+        """Enqueue the entries as the kernel's program says (see `run_async`)."""
         gangs, steps, prepared, _ = plan
         info, queue, scratch = self.info, self.d.queue, self.scratch
         if prepared is not None:
@@ -208,7 +209,8 @@ class _Kernel(Kernel):
             entry.set_args(*mine)
             held.append(mine)
         self.held = held
-        self.last_words, self.last_plan, self.last_frees = args[:], plan, frees   # a tuple: itself
+        # the words as given (a list copied, a tuple itself: known again by identity)
+        self.last_words, self.last_plan, self.last_frees = args[:], plan, frees
 
 
 def _numpy():
@@ -475,7 +477,7 @@ class OpenCLPlugin(Plugin):
                     event.wait()
                 except Exception as e:
                     raise self._run_error(dev, fn, k.info, args, launch, e) from e
-        run_async = OpenCLPlugin.run_async      # not a traced one: calls go untraced
+        run_async = OpenCLPlugin.run_async      # the class's (trace wraps the instance's)
         return tuple, start
 
     def _synchronize_impl(self, dev):

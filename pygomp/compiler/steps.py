@@ -26,8 +26,10 @@ Scalars live across launches ("carried": every function-scope scalar and the one
 pass adds) are kept in scratch words: an entry loads them at its start and one work-item
 (gang 0's first) stores them at its end.  Since a late gang of a launch may start after
 gang 0 has finished, an entry reads one copy (area ``parity[k]``) and writes the other;
-a loop of launches gets an even number of entries (an empty one is added if needed) so
-that every path alternates.  Scratch layout, in 8-byte words: area 0 (``words`` words),
+a loop of launches gets an even number of entries a round so that every path
+alternates: a ``repeat`` whose round has an odd number has it made twice, the second
+copy under a flag that an iteration is left, and runs ``(n + 1) / 2`` rounds (`twice`);
+other loops get an empty entry.  Scratch layout, in 8-byte words: area 0 (``words`` words),
 area 1, then the gang partials: gang g's partial of gang reduction r at word
 ``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words, as a carried
 one does).  A gang loop with reductions leaves its number of gangs in its ``pending``
