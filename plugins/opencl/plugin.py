@@ -74,6 +74,7 @@ class _Kernel(Kernel):
         self.plugin, self.dev, self.d, self.single = plugin, dev, d, single
         self.nwords = len(info.args)
         self.props = plugin.devices()[dev].properties
+        self.cpu = plugin.devices()[dev].kind == "cpu"
         self.entries = [cl.Kernel(program, e) for e in info.entries]
         self.max_group = min(self.props["max_work_group_size"], *(
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
@@ -102,6 +103,10 @@ class _Kernel(Kernel):
                 workers or (self.props["default_workers"] if "w" in levels else 1))
 
     def _gangs_impl(self, entry, group):
+        """The device's default; on a CPU, a kernel whose program loops (many launches a
+        run, each group of each costing PoCL the same) gets 8 groups a core, not 64."""
+        if self.cpu and any(not isinstance(op, int) for op in self.info.program):
+            return self.props["compute_units"] * 8
         return self.props["default_gangs"]
 
     def _plan_impl(self, launch):
