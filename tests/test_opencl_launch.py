@@ -103,3 +103,32 @@ def test_threads_run_loops_of_launches_at_once(dev, kernel):
 def test_flattened_programs_keep_their_loops():
     program = (0, ("repeat", 3, (1, ("while", 4, (2,)))), 3)
     assert launch.flatten(program) == [0, -1, 3, 5, 1, -2, 4, 1, 2, 3]
+
+
+def rounds(m: int, a):
+    """A loop of launches of one launch a round (an odd number, done as two copies):
+    ``x``, carried from round to round, and a[w - 1], stored by the launch before."""
+    n = a.shape[0]
+    x = 0.0
+    for w in range(1, m + 1):
+        x = x * 0.5 + w
+        for i in omp.parallel_range(w, n):
+            a[i] = a[i] * 0.5 + a[w - 1] + x
+
+
+@pytest.mark.parametrize("how", ["launcher", "enqueues"])
+def test_odd_rounds_take_no_empty_launch(dev, monkeypatch, how):
+    if how == "enqueues":
+        monkeypatch.setitem(launch._state, "run", None)
+    kernel = omp.target(rounds)
+    for m in (0, 1, 2, 3, 6, 7, 30):
+        a = np.linspace(0.0, 1.0, 31)
+        w = a.copy()
+        rounds(m, w)
+        kernel.on(dev.number)(m, a)
+        np.testing.assert_allclose(a, w, rtol=1e-12, err_msg=f"m={m}")
+    infos = [k.info for k in dev.plugin._kernels.values() if k.info.name == "rounds"]
+    assert infos
+    for info in infos:          # a round's two copies, each a gang loop
+        (_, _, body), = [op for op in info.program if not isinstance(op, int)]
+        assert len(body) == 2 and all("g" in info.levels[k] for k in body)

@@ -316,6 +316,40 @@ def test_run_async_and_threads(dev, table, plugin):
         plugin.free(dev.local, b)
 
 
+def test_launches_set_the_arguments_again_only_when_the_words_change(dev, table, plugin):
+    """The launcher's words (a tuple, kept) and run_async's (a list) take turns on one
+    kernel: each launch uses its own words; wrong calls say what is wrong."""
+    fn = mapping.function_address(dev, table["saxpy"])
+    n = 256
+    x = np.ones(n, dtype=np.float32)
+    a, b, c = (plugin.alloc(dev.local, x.nbytes) for _ in range(3))
+    try:
+        for addr in (a, b, c):
+            plugin.host2dev(dev.local, addr, x.ctypes.data, x.nbytes)
+        prepare, start = plugin.launcher(dev.local, fn, (0, 0, 0), 4)
+        words = prepare([f32(1.0), a, b, n])
+        start(words)
+        start(words)                                            # b: 1 + 2
+        plugin.run_async(dev.local, fn, [f32(2.0), a, c, n]).wait()     # c: 1 + 2
+        start(words)                                            # b: 4
+        plugin.run_async(dev.local, fn, [f32(2.0), a, c, n]).wait()     # c: 5
+        got = np.empty_like(x)
+        plugin.dev2host(dev.local, got.ctypes.data, b, x.nbytes)
+        assert np.array_equal(got, np.full(n, 4.0, np.float32))
+        plugin.dev2host(dev.local, got.ctypes.data, c, x.nbytes)
+        assert np.array_equal(got, np.full(n, 5.0, np.float32))
+        with pytest.raises(PluginError, match="takes 4 argument words, got 3"):
+            plugin.run_async(dev.local, fn, [f32(1.0), a, b])
+        with pytest.raises(PluginError, match="no kernel is loaded at 0x1234"):
+            plugin.run_async(dev.local, 0x1234, [f32(1.0), a, b, n])
+        with pytest.raises(PluginError, match="run: no device 99"):
+            plugin.run_async(99, fn, [f32(1.0), a, b, n])
+    finally:
+        plugin.synchronize(dev.local)
+        for addr in (a, b, c):
+            plugin.free(dev.local, addr)
+
+
 def test_a_kernel_failing_on_the_device_is_a_plugin_error(dev, table, plugin):
     import pyopencl as cl
     fn = mapping.function_address(dev, table["saxpy"])

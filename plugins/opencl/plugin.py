@@ -72,13 +72,15 @@ class _Kernel(Kernel):
         super().__init__(info, address)
         np = _numpy()
         self.plugin, self.dev, self.d, self.single = plugin, dev, d, single
+        self.nwords = len(info.args)
         self.props = plugin.devices()[dev].properties
+        self.cpu = plugin.devices()[dev].kind == "cpu"
         self.entries = [cl.Kernel(program, e) for e in info.entries]
         self.max_group = min(self.props["max_work_group_size"], *(
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
             for k in self.entries))
-        self.last_words = self.last_plan = self.last_frees = None    # see _run
-        self.held = None                 # what the entries are set to (see _set_args)
+        self.last_words = self.last_plan = self.last_frees = None    # see run_async
+        self.held = self.scratch = None  # what the entries are set to (see _set_args)
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -101,39 +103,49 @@ class _Kernel(Kernel):
                 workers or (self.props["default_workers"] if "w" in levels else 1))
 
     def _gangs_impl(self, entry, group):
+        """The device's default; on a CPU, a kernel whose program loops (many launches a
+        run, each group of each costing PoCL the same) gets 8 groups a core, not 64."""
+        if self.cpu and any(not isinstance(op, int) for op in self.info.program):
+            return self.props["compute_units"] * 8
         return self.props["default_gangs"]
 
     def _plan_impl(self, launch):
-        """The gangs, per entry its cl.Kernel, sizes and team-local tree memory, and
-        for a program the C launcher's copy of them (None without a launcher)."""
+        """The gangs, per entry its cl.Kernel, sizes and team-local tree memory, for a
+        program the C launcher's copy of them (None without a launcher), and for a
+        kernel of one launch that launch's enqueue arguments (else None)."""
         gangs, sizes = self.geometry(launch)
         tree = self.info.tree_bytes
         steps = [(entry, (local[0], local[1] * n), local,
                   cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
                  for entry, (n, local) in zip(self.entries, sizes)]
-        prepared = None
+        prepared = single = None
         if self.info.program and self.info.has_scratch and _launch.launcher():
             prepared = _launch.Prepared(steps, self.info.program)
-        return gangs, steps, prepared
+        if not self.info.program and len(steps) == 1:
+            single = steps[0][:3]
+        return gangs, steps, prepared, single
 
-    def _run(self, args, plan, wait_for):
-        """Set the arguments if they changed, then enqueue the entries: a program in one
-        call of the C launcher where there is one (`launch`), else one pyopencl enqueue
-        per launch; the first waits for ``wait_for``."""
-        gangs, steps, prepared = plan
-        info, queue = self.info, self.d.queue
-        scratch = self.grow("scratch", info.scratch_size(gangs)) if info.has_scratch \
-            else None
-        frees = self.plugin._frees
-        if args != self.last_words or plan is not self.last_plan or frees != self.last_frees:
-            self._set_args(args, steps, scratch)
-            self.last_words, self.last_plan, self.last_frees = list(args), plan, frees
+    def run(self, args, launch, wait_for):
+        """`OpenCLPlugin.run_async` of this kernel."""
+        return OpenCLPlugin.run_async(self.plugin, self.dev, self.address, args, launch,
+                                      wait_for)
+
+    @staticmethod
+    def _waits(wait_for):
+        """The cl.Events of ``wait_for`` (None if none); events of other plugins are
+        waited for here."""
         waits = None
-        for e in wait_for:          # events of other plugins are waited for here
+        for e in wait_for:
             if isinstance(e, cl.Event):
                 waits = (waits or []) + [e]
             else:
                 e.wait()
+        return waits
+
+    def _program(self, plan, waits):
+        """Enqueue the entries as the kernel's program says (see `run_async`)."""
+        gangs, steps, prepared, _ = plan
+        info, queue, scratch = self.info, self.d.queue, self.scratch
         if prepared is not None:
             event = _launch.run(queue, prepared, scratch, waits)
             return cl.Event.from_int_ptr(event, retain=False) if event else DONE
@@ -164,10 +176,13 @@ class _Kernel(Kernel):
             cl.enqueue_copy(d.queue, buf, old, byte_count=have)
         return buf
 
-    def _set_args(self, args, steps, scratch):
+    def _set_args(self, args, plan):
         """Each entry's arguments for these words: buffers and offsets for addresses,
-        scalars, then the scratch buffers and the team-local tree."""
+        scalars, then the scratch buffers and the team-local tree (under ``lock``)."""
         info, plugin = self.info, self.plugin
+        frees, steps = plugin._frees, plan[1]
+        scratch = self.scratch = self.grow("scratch", info.scratch_size(plan[0])) \
+            if info.has_scratch else None
         vals = []
         for w, m in zip(args, self.masks):
             if m is not None:
@@ -199,6 +214,8 @@ class _Kernel(Kernel):
             entry.set_args(*mine)
             held.append(mine)
         self.held = held
+        # the words as given (a list copied, a tuple itself: known again by identity)
+        self.last_words, self.last_plan, self.last_frees = args[:], plan, frees
 
 
 def _numpy():
@@ -418,6 +435,56 @@ class OpenCLPlugin(Plugin):
                         byte_count=size).wait()
 
     # -- launches ------------------------------------------------------------
+    def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        """Set the kernel's arguments if they changed, then enqueue its entries (the
+        first after ``wait_for``): a single launch at once, a program in one call of the
+        C launcher where there is one (`launch`), else one pyopencl enqueue per launch.
+        All in this frame for a single launch: it costs little more than its enqueue."""
+        k = self._kernels.get(fn)
+        if k is None or k.dev != dev or len(args) != k.nwords:
+            self._check_run(dev, fn, args)      # says what is wrong
+            raise PluginError(f"{self.label(dev)}: run: kernel {k.info.name} at {fn:#x} "
+                              f"is loaded on {self.label(k.dev)}")
+        try:
+            try:
+                plan = k.plans[launch]
+            except (KeyError, TypeError):       # not made yet, or launch a list
+                plan = k.plan(tuple(launch))
+            with k.lock:
+                if plan is not k.last_plan or self._frees != k.last_frees \
+                        or args is not k.last_words and args != k.last_words:
+                    k._set_args(args, plan)
+                waits = k._waits(wait_for) if wait_for else None
+                single = plan[3]
+                if single is not None:
+                    return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
+                return k._program(plan, waits)
+        except PluginError:
+            raise
+        except Exception as e:
+            raise self._run_error(dev, fn, k.info, args, launch, e) from e
+
+    def _run_impl(self, dev, fn, info, args, launch, wait_for):
+        return OpenCLPlugin.run_async(self, dev, fn, args, launch, wait_for)
+
+    def launcher(self, dev, fn, launch, nwords):
+        """`run` with fewer steps: `run_async`, then a wait; the words as a tuple, which
+        `run_async` knows again by identity."""
+        k = self._kernels.get(fn)
+        if k is None or k.dev != dev or nwords != k.nwords:
+            return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
+        launch = tuple(launch)
+
+        def start(args):
+            event = run_async(self, dev, fn, args, launch)
+            if event is not DONE:
+                try:
+                    event.wait()
+                except Exception as e:
+                    raise self._run_error(dev, fn, k.info, args, launch, e) from e
+        run_async = OpenCLPlugin.run_async      # the class's (trace wraps the instance's)
+        return tuple, start
+
     def _synchronize_impl(self, dev):
         self._device(dev).queue.finish()
 

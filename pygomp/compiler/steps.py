@@ -26,8 +26,10 @@ Scalars live across launches ("carried": every function-scope scalar and the one
 pass adds) are kept in scratch words: an entry loads them at its start and one work-item
 (gang 0's first) stores them at its end.  Since a late gang of a launch may start after
 gang 0 has finished, an entry reads one copy (area ``parity[k]``) and writes the other;
-a loop of launches gets an even number of entries (an empty one is added if needed) so
-that every path alternates.  Scratch layout, in 8-byte words: area 0 (``words`` words),
+a loop of launches gets an even number of entries a round so that every path
+alternates: a ``repeat`` whose round has an odd number has it made twice, the second
+copy under a flag that an iteration is left, and runs ``(n + 1) / 2`` rounds (`twice`);
+other loops get an empty entry.  Scratch layout, in 8-byte words: area 0 (``words`` words),
 area 1, then the gang partials: gang g's partial of gang reduction r at word
 ``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words, as a carried
 one does).  A gang loop with reductions leaves its number of gangs in its ``pending``
@@ -41,6 +43,7 @@ device orders all statements by itself (the host) needs none of this.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
@@ -287,17 +290,39 @@ class _Builder:
         for st in head + tail:
             st.line = s.line
         self.cut()
+        before = self.entries[-1] if self.entries else None   # sets the loop's words
         outer_ops, self.ops = self.ops, []
         area = self.area                             # where the plugin reads the word
         outer_guards, self.guards = self.guards, []  # the loop runs only where they hold
         self.seq(head + body + tail)
         self.cut()
-        if self.area != area:                        # an even number of entries a round
+        if self.area != area and kind == "repeat" and not cnt and twice_ok(body, self.ops, self.fn):
+            word = self.twice(head + body + tail, n, before)
+        elif self.area != area:                      # an even number of entries a round
             self.open = Launch([])
             self.cut(force=True)
         self.guards = outer_guards
         body_ops, self.ops = self.ops, outer_ops
         self.ops.append((kind, (word, area), tuple(body_ops)))
+
+    def twice(self, stmts, n, before):
+        """A round of an odd number of entries once more, its areas swapped, so that a
+        round has an even number without an empty entry: the second copy runs under a
+        flag that an iteration is left (``n`` > 0), and the loop repeats ``(n + 1) / 2``
+        times; the word of that count (set in ``before``, after ``n``)."""
+        i64, b = T.INT64, T.BOOL
+        half = self.var("half", i64)
+        count = ir.BinOp("/", ir.BinOp("+", ir.Var(n, type=i64), ir.Const(1, type=i64),
+                                       type=i64), ir.Const(2, type=i64), type=i64)
+        before.body.append(ir.Assign(ir.Var(half, type=i64), count, line=self.line))
+        left = self.var("left", b)
+        self.add(ir.Assign(ir.Var(left, type=b), ir.Compare(
+            ">", ir.Var(n, type=i64), ir.Const(0, type=i64), type=b), line=self.line))
+        self.guards.append(ir.Var(left, type=b))
+        self.seq(copy.deepcopy(stmts))
+        self.guards.pop()
+        self.cut()
+        return half
 
     def check_arrays(self):
         """A private or team-shared array outside parallel loops lives in one launch."""
@@ -311,6 +336,23 @@ class _Builder:
                                            f"gang loop ({self.fn.pyname}); create it inside "
                                            f"the loop that uses it", self.fn.file,
                                            self.fn.decl_lines.get(n.name, self.fn.line))
+
+
+def twice_ok(body, ops, fn) -> bool:
+    """Whether a loop's round of entries ``ops`` can run twice as copies (`twice`): no
+    loop of launches in it, and nothing in its statements that the plan or the emitter
+    keeps one of per kernel (reductions, helpers, returns, arrays made outside the
+    parallel loops)."""
+    if not all(isinstance(op, int) for op in ops):
+        return False
+    top = {c for c, t in fn.decls if isinstance(t, T.Array)}
+    for n in ir.walk(body):
+        if isinstance(n, ir.ParLoop) and n.reductions or isinstance(
+                n, (ir.HelperCall, ir.Return, ir.ArrayInit)):
+            return False
+        if isinstance(n, ir.ArrayRef) and n.name in top:
+            return False
+    return True
 
 
 def _set(name, value, t=T.BOOL):
