@@ -106,10 +106,11 @@ FIRST_CALL = textwrap.dedent("""
 """)
 
 # what a cached kernel's first call needs none of: the compiler's front end and
-# emitter, the task pool (and logging), the C compiler's runner and temporary files
+# emitter, the task pool (and logging), the C compiler's runner and temporary files,
+# dataclasses (records are Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
 COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.ir",
                 "pygomp.runtime.tasks", "concurrent.futures", "logging", "subprocess",
-                "tempfile", "shutil", "json")
+                "tempfile", "shutil", "json", "dataclasses", "_hashlib", "hashlib", "hmac")
 
 
 def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
@@ -122,4 +123,5 @@ def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
     compiled, cached = (set(r.stdout.split()) for r in runs)
     assert "pygomp.compiler.frontend" in compiled and "subprocess" in compiled
+    assert "dataclasses" in compiled            # the compiler's IR is dataclasses
     assert sorted(cached & set(COMPILE_ONLY)) == []
