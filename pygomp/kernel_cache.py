@@ -84,6 +84,32 @@ def _key(fn, name, argtypes, plugin):
                      _compiler_files(cls.__module__))
 
 
+def checked(fn) -> bool:
+    """Whether ``fn``'s source passed `precheck` in an earlier process (its file's text,
+    its first line, the compiler and Python's version the same): then the decorator
+    need not import the check or read the source again."""
+    k = _checked_key(fn)
+    return bool(k) and cache.get(k, ".checked") is not None
+
+
+def mark_checked(fn) -> None:
+    """Note that ``fn``'s source passed `precheck` (after it raised nothing)."""
+    k = _checked_key(fn)
+    if k:
+        try:
+            cache.put(k, b"", ".checked")
+        except OSError:
+            pass                    # a read-only cache is no error
+
+
+def _checked_key(fn):
+    code = fn.__code__
+    text = _file_text(code.co_filename)
+    return text and cache.key("precheck", code.co_filename, cache.digest(text),
+                              code.co_firstlineno, code.co_name, sys.version_info[:2],
+                              _compiler_files(""))
+
+
 def _file_text(path):
     lines = linecache.getlines(path)
     return "".join(lines).encode() if lines else None
