@@ -2,9 +2,9 @@
 other users of the machine.
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
-file per entry, named by the BLAKE2b hash of its key parts (`Plugin.compile` gives the target,
-the source, the device and compiler identities; `key` adds the pygomp version).  An
-entry is written to a temporary file and renamed into place (atomic).
+file per entry, named by the BLAKE2b hash of its key parts (`Plugin.compile` gives the
+target, the source, the device and compiler identities; `key` adds the pygomp
+version).  An entry is written to a temporary file and renamed into place (atomic).
 
 An entry holds code that this process runs, so the cache reads only what this user
 wrote, or what the configuration says to trust:
