@@ -1,6 +1,7 @@
-"""`Frozen`: immutable records for the classes a new process makes at import (the kernel
-types, a plugin's images): what ``@dataclass(frozen=True)`` gives them, without the
-milliseconds that making a dataclass takes (it compiles six functions per class)."""
+"""`Frozen`: the project's immutable records (the kernel types, the settings, a plugin's
+devices and images): what ``@dataclass(frozen=True)`` gives them, without the
+milliseconds that making a dataclass takes (it compiles six functions per class), so
+that a new process imports no `dataclasses`."""
 from __future__ import annotations
 
 
@@ -8,7 +9,9 @@ class Frozen:
     """An immutable record of the fields `_fields` (``_defaults``: the values of those that
     may be left out), made by position or keyword, compared, hashed, pickled and shown by
     its fields.  A subclass lists its own fields in ``__slots__`` and all of them, its
-    bases' first, in ``_fields``."""
+    bases' first, in ``_fields``; one whose instances are equal only to themselves sets
+    ``__eq__, __hash__ = object.__eq__, object.__hash__``, and one that compares only
+    some fields overrides `_key`."""
     __slots__ = ()
     _fields: tuple = ()
     _defaults: dict = {}
@@ -37,16 +40,24 @@ class Frozen:
         """The fields by name (what dataclasses.asdict gives)."""
         return dict(zip(self._fields, self._values()))
 
+    def replace(self, **changes):
+        """A copy with the fields ``changes`` names set anew (dataclasses.replace)."""
+        return type(self)(**{**self.as_dict(), **changes})
+
     def _values(self):
         return tuple([getattr(self, name) for name in self._fields])
+
+    def _key(self):
+        """What equality and the hash compare: every field."""
+        return self._values()
 
     def __eq__(self, other):
         if type(other) is not type(self):
             return NotImplemented
-        return self._values() == other._values()
+        return self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._values())
+        return hash(self._key())
 
     def __setattr__(self, name, value):
         raise AttributeError(f"cannot assign to field {name!r}")

@@ -18,14 +18,13 @@ fingerprint is its own file, line and names, checked the same way.  A value with
 stable fingerprint (an arbitrary object) leaves the kernel out of the cache.
 
 An entry is a pickle, so it is unpickled only as the bytes `cache.get` gives: an entry
-this user wrote (its HMAC checked) or one of a directory the configuration trusts.
+this user wrote (its MAC checked) or one of a directory the configuration trusts.
 """
 from __future__ import annotations
 
 import ast
 import builtins
 import functools
-import hashlib
 import linecache
 import os
 import pickle
@@ -79,10 +78,36 @@ def _key(fn, name, argtypes, plugin):
     if not text:
         return None                 # no file (an interactive session): not cached
     cls = type(plugin)
-    return cache.key("kernel-unit", code.co_filename, hashlib.sha256(text).hexdigest(),
+    return cache.key("kernel-unit", code.co_filename, cache.digest(text),
                      code.co_firstlineno, name, [str(t) for t in argtypes],
                      cls.__module__, cls.__qualname__, plugin.target,
                      _compiler_files(cls.__module__))
+
+
+def checked(fn) -> bool:
+    """Whether ``fn``'s source passed `precheck` in an earlier process (its file's text,
+    its first line, the compiler and Python's version the same): then the decorator
+    need not import the check or read the source again."""
+    k = _checked_key(fn)
+    return bool(k) and cache.get(k, ".checked") is not None
+
+
+def mark_checked(fn) -> None:
+    """Note that ``fn``'s source passed `precheck` (after it raised nothing)."""
+    k = _checked_key(fn)
+    if k:
+        try:
+            cache.put(k, b"", ".checked")
+        except OSError:
+            pass                    # a read-only cache is no error
+
+
+def _checked_key(fn):
+    code = fn.__code__
+    text = _file_text(code.co_filename)
+    return text and cache.key("precheck", code.co_filename, cache.digest(text),
+                              code.co_firstlineno, code.co_name, sys.version_info[:2],
+                              _compiler_files(""))
 
 
 def _file_text(path):
@@ -196,7 +221,7 @@ def _fingerprint(v, seen):
         if nested is None:
             return None
         return ("f", type(v).__name__, f.__code__.co_filename, f.__code__.co_firstlineno,
-                hashlib.sha256(text).hexdigest(), nested)
+                cache.digest(text), nested)
     return None
 
 
@@ -208,7 +233,7 @@ def _matches(ns, manifest, seen=()):
             f = getattr(v, "py_func", v)
             text = isinstance(f, types.FunctionType) and _file_text(f.__code__.co_filename)
             if not text or (type(v).__name__, f.__code__.co_filename,
-                            f.__code__.co_firstlineno, hashlib.sha256(text).hexdigest()) \
+                            f.__code__.co_firstlineno, cache.digest(text)) \
                     != fp[1:5] or (f not in seen and not _matches(_namespace(f), fp[5],
                                                                   seen + (f,))):
                 return False

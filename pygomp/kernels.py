@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import inspect
 import struct
+import sys
 import threading
 import weakref
 
@@ -508,13 +509,16 @@ class Kernel:
 
     def __init__(self, fn, map=None, num_gangs=0, num_workers=0, vector_length=0,
                  device=None, nowait=False, depend=None, boundscheck=None, wraparound=True):
-        from .compiler import annotate, precheck
-        from .compiler.lang import DeclareTarget
-        if isinstance(fn, (Kernel, DeclareTarget)):
+        from .compiler import annotate
+        lang = sys.modules.get("pygomp.compiler.lang")     # none made before its import
+        if isinstance(fn, Kernel) or lang and isinstance(fn, lang.DeclareTarget):
             fn = fn.py_func
         if not inspect.isfunction(fn):
             raise TypeError(f"@target needs a function, not {type(fn).__name__}")
-        precheck.check(fn)              # what needs no types fails here, not at a call
+        if not kernel_cache.checked(fn):    # the same source passed in an earlier process
+            from .compiler import precheck
+            precheck.check(fn)          # what needs no types fails here, not at a call
+            kernel_cache.mark_checked(fn)
         self.py_func = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__

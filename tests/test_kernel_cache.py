@@ -106,10 +106,12 @@ FIRST_CALL = textwrap.dedent("""
 """)
 
 # what a cached kernel's first call needs none of: the compiler's front end and
-# emitter, the task pool (and logging), the C compiler's runner and temporary files
+# emitter, the decorator's check (its source passed it before), the task pool (and
+# logging), the C compiler's runner and temporary files, dataclasses (records are
+# Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
 COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.ir",
-                "pygomp.runtime.tasks", "concurrent.futures", "logging", "subprocess",
-                "tempfile", "shutil", "json")
+                "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures", "logging", "subprocess",
+                "tempfile", "shutil", "json", "dataclasses", "_hashlib", "hashlib", "hmac")
 
 
 def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
@@ -122,4 +124,39 @@ def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
     compiled, cached = (set(r.stdout.split()) for r in runs)
     assert "pygomp.compiler.frontend" in compiled and "subprocess" in compiled
+    assert "dataclasses" in compiled            # the compiler's IR is dataclasses
     assert sorted(cached & set(COMPILE_ONLY)) == []
+
+
+DECORATED = textwrap.dedent("""
+    import pygomp as omp
+
+    def ok(x):
+        x[0] = 1.0
+
+    def bad(x):
+        for i in omp.parallel_range(x.shape[0]):
+            if x[i] > 0:
+                break
+
+    for fn in (ok, bad):
+        try:
+            omp.target(fn)
+            print(fn.__name__, "defined")
+        except omp.CompileError as e:
+            print(fn.__name__, str(e).splitlines()[0].split(": ", 1)[1])
+""")
+
+
+def test_the_decorator_checks_again_what_did_not_pass(tmp_path):
+    (tmp_path / "decorated.py").write_text(DECORATED)
+    env = {n: v for n, v in os.environ.items() if not n.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path / "cache"))
+    outs = [subprocess.run([sys.executable, str(tmp_path / "decorated.py")], env=env,
+                           capture_output=True, text=True, timeout=180) for _ in range(2)]
+    for r in outs:
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.splitlines() == [
+            "ok defined", "bad break directly in a parallel loop is not allowed: it has no "
+                          "order to stop"]
+    assert len([n for n in os.listdir(tmp_path / "cache") if n.endswith(".checked.bin")]) == 1

@@ -159,3 +159,28 @@ def test_a_third_party_plugin_runs_kernels(site):
                            "print(x.tolist())\n")
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["[0.0, 3.0, 6.0, 9.0, 12.0, 15.0]"]
+
+
+def test_a_plugin_installed_later_is_found_by_the_next_process(site, tmp_path_factory):
+    """The entry points are kept in the disk cache: installing or removing a plugin's
+    distribution is seen all the same."""
+    cache_dir = str(tmp_path_factory.mktemp("cache"))
+    info = site / "thirdparty_plugin-0.1.dist-info"
+    info.rename(site / "put-aside")
+
+    def devices_of_bytes():
+        env = dict(os.environ, PYTHONPATH=str(site), PYGOMP_DEVICES="bytes",
+                   PYGOMP_CACHE_DIR=cache_dir)
+        p = subprocess.run([sys.executable, "-c", "import pygomp as omp\n"
+                            "print(omp.omp_get_num_devices())"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        return p.stdout.strip() if p.returncode == 0 else p.stderr.strip().splitlines()[-1]
+
+    unknown = "PYGOMP_DEVICES: unknown plugin 'bytes'"
+    assert unknown in devices_of_bytes()
+    assert unknown in devices_of_bytes()            # from the cache
+    (site / "put-aside").rename(info)
+    assert devices_of_bytes() == "1"
+    assert devices_of_bytes() == "1"
+    info.rename(site / "put-aside")
+    assert unknown in devices_of_bytes()

@@ -8,7 +8,6 @@ values, poisoned or not.  Unset, nothing is filled and no copy is made for it.
 """
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 
 import numpy as np
@@ -31,7 +30,7 @@ def copy(a, out):
 
 @pytest.fixture
 def poison(monkeypatch):
-    monkeypatch.setattr(env, "_settings", dataclasses.replace(env.settings(), poison=True))
+    monkeypatch.setattr(env, "_settings", env.settings().replace(poison=True))
 
 
 def _initial(device):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import operator
 import os
 import types
@@ -166,8 +165,7 @@ class HostPlugin(Plugin):
     @staticmethod
     def image_path(image) -> str:
         """The file an image's shared object is loaded from (one per content)."""
-        digest = hashlib.sha256(image.code).hexdigest()[:32]
-        return cache.materialize(digest, image.code, ".so")
+        return cache.materialize(cache.digest(image.code, 16), image.code, ".so")
 
     def _unload_image_impl(self, dev, image):
         with self._lock:
@@ -232,7 +230,7 @@ def _machine_id():
             pass
         cpu = "".join(lines)[:4096]
         ident = f"{os.uname().machine}|{cpu}"
-        _ids["machine"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        _ids["machine"] = cache.digest(ident.encode(), 8)
     return _ids["machine"]
 
 

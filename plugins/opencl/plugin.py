@@ -35,7 +35,6 @@ since) change.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import hashlib
 import os
 
@@ -266,7 +265,7 @@ class OpenCLPlugin(Plugin):
                 info = _describe(d)
                 caps = frozenset(info.properties["capabilities"].split())
                 why = _build.probe(cl, d, _options(info, caps, ()))
-                found.append((d, dataclasses.replace(info, problem=why)))
+                found.append((d, info.replace(problem=why)))
         order = {"gpu": 0, "accelerator": 1, "cpu": 2}
         found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
         self._cldevs = [d for d, _ in found]
@@ -275,7 +274,7 @@ class OpenCLPlugin(Plugin):
         cpus = [i for i, info in enumerate(infos) if info.kind == "cpu"]
         for i in cpus[1:]:
             if not infos[cpus[0]].problem:
-                infos[i] = dataclasses.replace(infos[i], same_as=cpus[0])
+                infos[i] = infos[i].replace(same_as=cpus[0])
         return infos
 
     @property

@@ -2,9 +2,9 @@
 other users of the machine.
 
 ``PYGOMP_CACHE_DIR`` (default: the user cache dir, e.g. ``~/.cache/pygomp``) holds one
-file per entry, named by the SHA-256 of its key parts (`Plugin.compile` gives the target,
-the source, the device and compiler identities; `key` adds the pygomp version).  An
-entry is written to a temporary file and renamed into place (atomic).
+file per entry, named by the BLAKE2b hash of its key parts (`Plugin.compile` gives the
+target, the source, the device and compiler identities; `key` adds the pygomp
+version).  An entry is written to a temporary file and renamed into place (atomic).
 
 An entry holds code that this process runs, so the cache reads only what this user
 wrote, or what the configuration says to trust:
@@ -13,9 +13,10 @@ wrote, or what the configuration says to trust:
   it or it is trusted by configuration: listed in ``PYGOMP_CACHE_READONLY_DIRS``, or
   the ``PYGOMP_CACHE_DIR`` set and not writable (a site-wide cache).  This is checked
   before each use; the directories the cache makes are 0700.
-- An entry in a directory of this user's carries an HMAC of its name and bytes under
-  that directory's key (``.key``, random, 0600); one in a trusted directory of another
-  user carries a SHA-256 checksum, which is checked.
+- An entry in a directory of this user's carries a MAC of its name and bytes under
+  that directory's key (``.key``, random, 0600): keyed BLAKE2b, which needs no OpenSSL
+  (loading it costs a new process milliseconds); one in a trusted directory of another
+  user carries a BLAKE2b checksum, which is checked.
 - A file written from an entry (`materialize`: a shared object to dlopen) is compared
   with the entry's bytes before its path is given out.
 
@@ -28,18 +29,22 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
-import hmac
 import os
 import stat
 import warnings
+from _operator import _compare_digest      # hmac.compare_digest, without OpenSSL
+
+try:
+    from _blake2 import blake2b             # hashlib's own; hashlib imports OpenSSL
+except ImportError:                         # a Python built without it
+    from hashlib import blake2b
 
 from .._version import VERSION
 from . import env
 
-FORMAT = "2"                    # part of every key: entries of older layouts never match
-MAGIC = b"PYGOMP-CACHE-2:"
-_TRAILER = len(MAGIC) + 128     # MAGIC, then the SHA-256 and the HMAC, in hex
+FORMAT = "3"                    # part of every key: entries of older layouts never match
+MAGIC = b"PYGOMP-CACHE-3:"
+_TRAILER = len(MAGIC) + 128     # MAGIC, then the checksum and the MAC, 32 bytes each in hex
 _UID = os.geteuid() if hasattr(os, "geteuid") else None     # None: no POSIX modes
 stats = {"hits": 0, "builds": 0}
 _by_target = {}
@@ -169,12 +174,18 @@ def _writable(d) -> bool:
 
 def _read_dirs():
     """The directories to read, each checked now, with whether it is a trusted one of
-    another user (no HMAC key of ours)."""
+    another user (no MAC key of ours)."""
     return [(d, trusted) for d, trusted in _layout()[0] if _checked(d, trusted)]
 
 
+def digest(data: bytes, size: int = 32) -> str:
+    """The BLAKE2b hash of ``data`` in hex (``size`` bytes): what the cache and the keys
+    of its users hash with."""
+    return blake2b(data, digest_size=size).hexdigest()
+
+
 def key(*parts) -> str:
-    h = hashlib.sha256()
+    h = blake2b(digest_size=20)
     for p in (VERSION, FORMAT) + parts:
         b = p if isinstance(p, bytes) else str(p).encode()
         h.update(len(b).to_bytes(8, "little") + b)
@@ -182,7 +193,7 @@ def key(*parts) -> str:
 
 
 def _dir_key(d, create=False):
-    """The HMAC key of directory ``d`` (made when ``create``), or None."""
+    """The MAC key of directory ``d`` (made when ``create``), or None."""
     path = os.path.join(d, ".key")
     if create and not os.path.exists(path):
         import tempfile
@@ -209,11 +220,19 @@ def _dir_key(d, create=False):
 
 
 def _mac(k, name, data):
-    return hmac.new(k, name.encode() + b"\0" + data, hashlib.sha256).hexdigest().encode()
+    """Keyed BLAKE2b of the name and the bytes: a MAC by design (as HMAC is for SHA-2)."""
+    h = blake2b(name.encode() + b"\0", key=k, digest_size=32)
+    h.update(data)
+    return h.hexdigest().encode()
+
+
+def checksum(data: bytes) -> bytes:
+    """An entry's checksum of its bytes, as its trailer holds it."""
+    return digest(data).encode()
 
 
 def _seal(data: bytes, name: str, k: bytes) -> bytes:
-    return data + MAGIC + hashlib.sha256(data).hexdigest().encode() + _mac(k, name, data)
+    return data + MAGIC + checksum(data) + _mac(k, name, data)
 
 
 def _unseal(blob, name, k):
@@ -221,10 +240,10 @@ def _unseal(blob, name, k):
     if len(blob) < _TRAILER or blob[-_TRAILER:-128] != MAGIC:
         return None, "it is truncated or not a cache entry"
     data, digest, mac = blob[:-_TRAILER], blob[-128:-64], blob[-64:]
-    if hashlib.sha256(data).hexdigest().encode() != digest:
+    if checksum(data) != digest:
         return None, "its checksum does not match (it is corrupt)"
-    if k is not None and not hmac.compare_digest(_mac(k, name, data), mac):
-        return None, "its HMAC does not match (it was changed after it was written)"
+    if k is not None and not _compare_digest(_mac(k, name, data), mac):
+        return None, "its MAC does not match (it was changed after it was written)"
     return data, None
 
 
@@ -298,7 +317,7 @@ def materialize(k: str, data: bytes, suffix: str) -> str:
     """A file holding ``data`` (e.g. a shared object to dlopen), written once and reused;
     its name carries the content hash, and a file found under that name is used only
     when it holds exactly these bytes (else it is refused and written anew)."""
-    name = f"{k}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+    name = f"{k}-{digest(data, 8)}{suffix}"
     for d, trusted in _read_dirs():
         lib = os.path.join(d, "lib")
         path = os.path.join(lib, name)

@@ -173,27 +173,57 @@ def _instance(cls):
 def _entry_points():
     """The values of the plugin group's entry points by name.  Reading every installed
     distribution's metadata takes milliseconds, so the answer is kept in the disk cache
-    while the directories on sys.path that hold distributions are unchanged (installing
-    or removing one changes its directory)."""
-    dirs = []
-    for d in sys.path:
-        try:
-            if any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(d or ".")):
-                dirs.append((d, os.stat(d or ".").st_mtime_ns))
-        except OSError:
-            pass
-    k = cache.key(PLUGIN_GROUP, "lines", dirs)
-    text = cache.get(k, ".entrypoints")     # a line per entry point: name, a tab, value
-    if text is not None:
-        return dict(line.split("\t", 1) for line in text.decode().splitlines())
+    with a stamp of each directory on sys.path (its modification time, and whether it
+    holds distributions), and used while they still hold: installing or removing a
+    distribution changes its directory's time; a directory without distributions whose
+    time changed is listed again, to see whether it got one."""
+    k = cache.key(PLUGIN_GROUP, "stamps", sys.path)
+    text = cache.get(k, ".entrypoints")     # a stamp per sys.path entry, a blank line,
+    if text is not None:                    # a line per entry point: name, tab, value
+        stamps, _, lines = text.decode().partition("\n\n")
+        stamps = stamps.split("\n")
+        if len(stamps) == len(sys.path) and all(
+                _unchanged(d, stamp) for d, stamp in zip(sys.path, stamps)):
+            return dict(line.split("\t", 1) for line in lines.splitlines())
+    stamps = [_stamp(d) for d in sys.path]  # before the scan: a change during it misses
     from importlib.metadata import entry_points
     found = {ep.name: ep.value for ep in entry_points(group=PLUGIN_GROUP)}
     try:
-        cache.put(k, "".join(f"{n}\t{v}\n" for n, v in found.items()).encode(),
-                  ".entrypoints")
+        cache.put(k, ("\n".join(stamps) + "\n\n" + "".join(
+            f"{n}\t{v}\n" for n, v in found.items())).encode(), ".entrypoints")
     except OSError:
         pass
     return found
+
+
+def _stamp(d):
+    """``"<mtime_ns> <1 if it holds distributions, else 0>"`` of a sys.path directory,
+    "-" for one that cannot be read."""
+    mtime = _mtime(d)
+    return "-" if mtime is None else f"{mtime} {int(_has_dists(d))}"
+
+
+def _unchanged(d, stamp):
+    """Whether directory ``d`` is as its stamp says, for what the plugins are."""
+    now = _mtime(d)
+    if stamp == "-":
+        return now is None
+    mtime, dists = stamp.split(" ")
+    return now == int(mtime) or dists == "0" and not _has_dists(d)
+
+
+def _mtime(d):
+    try:
+        return os.stat(d or ".").st_mtime_ns
+    except OSError:
+        return None
+
+
+def _has_dists(d):
+    try:
+        return any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(d or "."))
+    except OSError:
+        return False
 
 
 def _load(value: str):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from dataclasses import dataclass
 
+from ..frozen import Frozen
 from . import images
 from .plugin import ProgramImage
 
@@ -23,13 +23,11 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")            # Elf64_Shdr
 _NAMES = {b".gnu.offload_funcs": "functions", b".gnu.offload_vars": "variables"}
 
 
-@dataclass(frozen=True)
-class Tables:
-    """One object's tables, read from its memory."""
-    path: str
-    functions: tuple                # host addresses
-    variables: tuple                # (host address, size without the link bit)
-    links: tuple                    # per variable: declare target link
+class Tables(Frozen):
+    """One object's tables, read from its memory: its ``path``, ``functions`` (host
+    addresses), ``variables`` ((host address, size without the link bit)) and ``links``
+    (per variable: declare target link)."""
+    __slots__ = _fields = ("path", "functions", "variables", "links")
 
 
 def offload_table(found: Tables) -> images.OffloadImage:

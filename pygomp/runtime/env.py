@@ -28,7 +28,8 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass
+
+from ..frozen import Frozen
 
 OPENMP_VERSION = 202111   # _OPENMP of the spec whose rules the runtime follows (5.2)
 
@@ -43,18 +44,21 @@ class EnvError(ValueError):
     """An environment variable has a value that cannot be used."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    target_offload: str          # "default", "mandatory" or "disabled"
-    default_device: int
-    display_env: str             # "", "true" or "verbose"
-    devices: str | None          # PYGOMP_DEVICES, None if unset
-    info: int
-    cache_dir: str
-    profile: str = ""            # PYGOMP_PROFILE: where to write a trace, "" for none
-    boundscheck: bool = False    # PYGOMP_BOUNDSCHECK: kernels check their array accesses
-    poison: bool = False         # PYGOMP_POISON: fill what maps allocate without a copy
-    gomp_debug: bool = False     # GOMP_DEBUG: libgomp's trace lines
+class Settings(Frozen):
+    """What the environment says, read once (`settings`):
+
+    - ``target_offload``: "default", "mandatory" or "disabled"
+    - ``default_device``, ``info`` (PYGOMP_INFO's bits), ``cache_dir``
+    - ``display_env``: "", "true" or "verbose"
+    - ``devices``: PYGOMP_DEVICES, None if unset
+    - ``profile``: PYGOMP_PROFILE, where to write a trace, "" for none
+    - ``boundscheck``: PYGOMP_BOUNDSCHECK, kernels check their array accesses
+    - ``poison``: PYGOMP_POISON, fill what maps allocate without a copy
+    - ``gomp_debug``: GOMP_DEBUG, libgomp's trace lines"""
+    __slots__ = _fields = ("target_offload", "default_device", "display_env", "devices",
+                           "info", "cache_dir", "profile", "boundscheck", "poison",
+                           "gomp_debug")
+    _defaults = {"profile": "", "boundscheck": False, "poison": False, "gomp_debug": False}
 
 
 def _parse(environ) -> Settings:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import re
-from dataclasses import dataclass
 
 from . import images
 from .plugin import Image, KernelInfo
@@ -31,17 +30,15 @@ NVPTX_VERSION = 1           # the newest GOMP_VERSION_NVIDIA_PTX this reader kno
 LINK_BIT = 1 << 63          # a host variable's size with this bit: `declare target link`
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class NvptxImage(Image):
     """``ptx``: the PTX objects (bytes, NUL included); ``dims`` a function's launch
     dimensions from the compiler (gang, worker, vector; 0: the runtime's choice);
     ``modes`` a function's convention: "omp" (a kernel taking the address block, the
     soft stacks and their size) or "acc" (the address block alone); ``links`` the
     variables that are `declare target link`."""
-    ptx: tuple = ()
-    dims: tuple = ()
-    modes: tuple = ()
-    links: tuple = ()
+    __slots__ = ("ptx", "dims", "modes", "links")
+    _fields = Image._fields + __slots__
+    _defaults = {**Image._defaults, **dict.fromkeys(__slots__, ())}
 
 
 def _word(addr: int) -> int:

@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass, field
 
 
-@dataclass(eq=False)
 class OffloadImage:
-    functions: list[int]                      # host addresses
-    variables: list[tuple[int, int]]          # (host address, size)
-    images: tuple                             # plugin.Image, each for one identity
-    name: str = ""
-    keepalive: list = field(default_factory=list, repr=False)  # owners of the host addresses
+    """A table: ``functions`` (host addresses), ``variables`` ((host address, size)),
+    ``images`` (`plugin.Image`, each for one identity), a ``name``, and ``keepalive``:
+    the owners of the host addresses.  Each is equal only to itself."""
+
+    def __init__(self, functions, variables, images, name="", keepalive=None):
+        self.functions, self.variables, self.images = functions, variables, images
+        self.name = name
+        self.keepalive = [] if keepalive is None else keepalive
+
+    def __repr__(self):
+        return (f"OffloadImage(functions={self.functions!r}, "
+                f"variables={self.variables!r}, images={self.images!r}, "
+                f"name={self.name!r})")
 
     def image_for(self, target: str, identity: str):
         """The image a device of this target and identity loads, or None."""

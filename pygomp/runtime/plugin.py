@@ -39,8 +39,6 @@ import importlib
 import math
 import threading
 
-from dataclasses import dataclass, field
-
 from ..errors import CompileError
 from ..frozen import Frozen
 from . import cache
@@ -55,16 +53,27 @@ class PluginError(RuntimeError):
     """A device operation failed; the message names device, operation and sizes."""
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
-    """What a plugin tells about one of its devices (for selection and `info`)."""
-    name: str
-    kind: str = "cpu"            # "cpu", "gpu" or "accelerator"; GPUs are numbered first
-    platform: str = ""
-    memory: int = 0              # bytes of device memory, 0 if unknown
-    properties: dict = field(default_factory=dict, hash=False, compare=False)
-    problem: str = ""            # why the device does not work ("": its probe passed)
-    same_as: int | None = None   # the plugin's number of a device that is this hardware too
+class DeviceInfo(Frozen):
+    """What a plugin tells about one of its devices (for selection and `info`):
+
+    - ``name``, ``platform``; ``kind``: "cpu", "gpu" or "accelerator" (GPUs are
+      numbered first)
+    - ``memory``: bytes of device memory, 0 if unknown
+    - ``properties``: a dict of what else it tells (not compared)
+    - ``problem``: why the device does not work ("": its probe passed)
+    - ``same_as``: the plugin's number of a device that is this hardware too, or None"""
+    __slots__ = _fields = ("name", "kind", "platform", "memory", "properties", "problem",
+                           "same_as")
+    _defaults = {"kind": "cpu", "platform": "", "memory": 0, "properties": None,
+                 "problem": "", "same_as": None}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.properties is None:
+            object.__setattr__(self, "properties", {})
+
+    def _key(self):
+        return tuple([getattr(self, n) for n in self._fields if n != "properties"])
 
     def matches(self, word: str) -> bool:
         word = word.lower()
@@ -154,32 +163,29 @@ class KernelInfo(Frozen):
         return sum(b * math.prod(args[i] for i in words) for b, words in self.private)
 
 
-@dataclass(frozen=True, eq=False)
-class Image:
+class Image(Frozen):
     """Code for one kind of device, as every plugin loads it: ``code`` is what the plugin
     compiled (a shared object, a program binary, ...), ``kernels`` describe the table's
     functions in table order, ``variables`` its variables as ``(symbol, size)``.
     ``identity`` is the device identity it was compiled for ("" : any device of
-    ``target``)."""
-    target: str
-    code: bytes
-    kernels: tuple = ()
-    variables: tuple = ()
-    identity: str = ""
-    name: str = ""
+    ``target``).  Each is equal only to itself."""
+    __slots__ = _fields = ("target", "code", "kernels", "variables", "identity", "name")
+    _defaults = {"kernels": (), "variables": (), "identity": "", "name": ""}
+    __eq__, __hash__ = object.__eq__, object.__hash__
 
     def __repr__(self):
         return (f"<{self.target} image {self.name!r}: {len(self.kernels)} kernels, "
                 f"{len(self.variables)} variables, {len(self.code)} bytes>")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class ProgramImage(Image):
     """A C program's own host code as the image of a device that runs it (the host
     plugin's): its variables are the program's, at their host ``addresses``, so the
     region's host code and the device's map see the same memory (runtime/elf_tables.py
     makes them)."""
-    addresses: tuple = ()
+    __slots__ = ("addresses",)
+    _fields = Image._fields + __slots__
+    _defaults = {**Image._defaults, "addresses": ()}
 
 
 class Source(Frozen):
