@@ -110,19 +110,25 @@ FIRST_CALL = textwrap.dedent("""
 # logging), the C compiler's runner and temporary files, dataclasses (records are
 # Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
 COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.ir",
-                "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures", "logging", "subprocess",
-                "tempfile", "shutil", "json", "dataclasses", "_hashlib", "hashlib", "hmac")
+                "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures",
+                "logging", "subprocess", "tempfile", "shutil", "json", "dataclasses",
+                "_hashlib", "hashlib", "hmac")
 
 
-def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
-    (tmp_path / "first.py").write_text(FIRST_CALL)
+def _twice(tmp_path, name, script):
+    """Run ``script`` in two new processes sharing one cache, host device only."""
+    (tmp_path / name).write_text(script)
     env = {n: v for n, v in os.environ.items() if not n.startswith(("OMP_", "PYGOMP_"))}
     env.update(PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path / "cache"))
-    runs = [subprocess.run([sys.executable, str(tmp_path / "first.py")], env=env,
+    runs = [subprocess.run([sys.executable, str(tmp_path / name)], env=env,
                            capture_output=True, text=True, timeout=180) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr[-3000:]
-    compiled, cached = (set(r.stdout.split()) for r in runs)
+    return runs
+
+
+def test_a_cached_first_call_imports_only_what_it_runs(tmp_path):
+    compiled, cached = (set(r.stdout.split()) for r in _twice(tmp_path, "first.py", FIRST_CALL))
     assert "pygomp.compiler.frontend" in compiled and "subprocess" in compiled
     assert "dataclasses" in compiled            # the compiler's IR is dataclasses
     assert sorted(cached & set(COMPILE_ONLY)) == []
@@ -149,13 +155,7 @@ DECORATED = textwrap.dedent("""
 
 
 def test_the_decorator_checks_again_what_did_not_pass(tmp_path):
-    (tmp_path / "decorated.py").write_text(DECORATED)
-    env = {n: v for n, v in os.environ.items() if not n.startswith(("OMP_", "PYGOMP_"))}
-    env.update(PYGOMP_DEVICES="host", PYGOMP_CACHE_DIR=str(tmp_path / "cache"))
-    outs = [subprocess.run([sys.executable, str(tmp_path / "decorated.py")], env=env,
-                           capture_output=True, text=True, timeout=180) for _ in range(2)]
-    for r in outs:
-        assert r.returncode == 0, r.stderr[-3000:]
+    for r in _twice(tmp_path, "decorated.py", DECORATED):
         assert r.stdout.splitlines() == [
             "ok defined", "bad break directly in a parallel loop is not allowed: it has no "
                           "order to stop"]
