@@ -93,7 +93,10 @@ class Call:
             return self._counted(values, host)
         _, gen, flight, launcher, words, args, held = fast
         if flight is None:              # nothing to hold: the initial device, scalars
-            return self._go(launcher, words, args, values, host)
+            if args is None:
+                return self._go(launcher, words, args, values, host)
+            launcher[1](args)           # the same words every call
+            return None
         token = next(_ids)
         calls = flight.calls
         calls[token] = held
@@ -101,7 +104,11 @@ class Call:
             return self._counted(values, host)      # an entry may go: count instead
         ok = False
         try:
-            out = self._go(launcher, words, args, values, host)
+            if args is None:
+                out = self._go(launcher, words, args, values, host)
+            else:
+                launcher[1](args)       # the same words every call
+                out = None
             ok = True
             return out
         finally:
