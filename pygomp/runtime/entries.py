@@ -230,9 +230,7 @@ _flights = weakref.WeakKeyDictionary()      # a device -> its `Flight`
 
 def flight_of(dev) -> Flight:
     f = _flights.get(dev)
-    if f is None:
-        f = _flights[dev] = Flight()
-    return f
+    return _flights.setdefault(dev, Flight()) if f is None else f
 
 
 # -- copies -------------------------------------------------------------------------
