@@ -170,7 +170,8 @@ def death(dev, e) -> None:
 
 def ref(owners, n, dynamic=False) -> None:
     """Change each owner's reference count (an infinite one stays), and with ``dynamic``
-    its dynamic part (OpenACC's)."""
+    its dynamic part (OpenACC's).  An owner about to lose its last reference first
+    holds the calls in flight (`Flight.hold`)."""
     for e in owners:
         if e.refcount != INFINITY:
             if n < 0 and e.refcount + n <= 0:
@@ -183,7 +184,8 @@ def ref(owners, n, dynamic=False) -> None:
 def down(entries, zeroed, to_zero=False) -> None:
     """One reference less (``to_zero``: all of them) on each live entry's owner, in
     turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
-    and removes it)."""
+    and removes it).  An owner about to lose its last reference first holds the calls
+    in flight (`Flight.hold`)."""
     for e in entries:
         if e.group is not None:
             e = e.group[0]              # its owner
