@@ -736,6 +736,47 @@ def test_repeated_calls_follow_the_map(device):
     assert (z == 1).all() and (y == 5).all()
 
 
+def test_calls_while_another_thread_maps_the_same_array(offload_device):
+    """One thread calls a kernel on an array over and over while another maps it (enter
+    data), looks and unmaps it (exit data, from) over and over: no call's increment is
+    lost, the array is present while the other thread holds it, and what it sees then
+    on the host is whole calls' work (every element the same) that only grows."""
+    import threading
+    x = np.zeros(1 << 16)
+    k = inc.on(offload_device)
+    stop, seen, failed = threading.Event(), [], []
+
+    def mapper():
+        try:
+            while not stop.is_set():
+                pygomp.target_enter_data(offload_device, to=[x])
+                assert pygomp.omp_target_is_present(x, offload_device)
+                seen.append(x.copy())   # no one copies back while this thread holds x
+                pygomp.target_exit_data(offload_device, from_=[x])
+        except BaseException as e:      # noqa: BLE001  (reported below)
+            failed.append(e)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    t = threading.Thread(target=mapper)
+    t.start()
+    calls = 0
+    try:
+        while (calls < 400 or len(seen) < 40) and calls < 20000 and not failed:
+            k(x)
+            calls += 1
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(switch)
+    assert failed == []
+    assert not pygomp.omp_target_is_present(x, offload_device)
+    assert (x == calls).all()
+    firsts = [v[0] for v in seen]
+    assert len(seen) >= 40 and all((v == v[0]).all() for v in seen)
+    assert firsts == sorted(firsts) and firsts[-1] <= calls
+
+
 @omp.declare_target
 def put(a, i, v):
     a[i] = v

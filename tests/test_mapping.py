@@ -747,6 +747,62 @@ def test_a_prepared_call_follows_the_map(dev, plugin, table, monkeypatch):
     np.testing.assert_array_equal(a, np.arange(10.0) * 12)
 
 
+def test_a_fresh_call_in_flight_holds_its_entries(dev, plugin, table, monkeypatch):
+    """A fresh call runs without counting its entries up; an exit data that would take
+    an entry's last reference while the kernel runs leaves the entry to the call, whose
+    end copies it back (tofrom) and removes it.  A kernel that fails leaves the counts
+    as they were, and copies nothing back."""
+    a = np.arange(10.0)
+    meanwhile = []                              # what runs just before the kernel
+    launcher = plugin.launcher
+
+    def hooked(*args):
+        prepare, start = launcher(*args)
+
+        def start_after(words):
+            for f in meanwhile:
+                f()
+            start(words)
+        return prepare, start_after
+    monkeypatch.setattr(plugin, "launcher", hooked)
+    call = calls.Call(dev, table.symbols["scale"],
+                      [item(a, kinds.TOFROM), Item(10, 0, kinds.FIRSTPRIVATE_INT),
+                       Item(word(2.0), 0, kinds.FIRSTPRIVATE_INT)])
+    target_enter_data(DEV, to=a)
+    call.run()                                  # looked up
+    assert call.fresh() and count(dev, a) == 1
+
+    def exit_data():
+        host = a.copy()
+        target_exit_data(DEV, from_=a)
+        assert count(dev, a) == 1               # the call's
+        np.testing.assert_array_equal(a, host)  # not copied back
+    meanwhile.append(exit_data)
+    call.run()
+    assert not omp_target_is_present(a, DEV) and plugin.live == {}
+    np.testing.assert_array_equal(a, np.arange(10.0) * 4)
+
+    def fail():
+        raise RuntimeError("the kernel failed")
+    target_enter_data(DEV, to=a)
+    meanwhile[:] = []
+    call.run()
+    assert call.fresh()
+    meanwhile[:] = [fail]
+    with pytest.raises(RuntimeError, match="the kernel failed"):
+        call.run()
+    assert count(dev, a) == 1
+    meanwhile[:] = [exit_data, fail]            # the entry left to the failed call
+    with pytest.raises(RuntimeError, match="the kernel failed"):
+        call.run()
+    assert not omp_target_is_present(a, DEV) and plugin.live == {}
+    np.testing.assert_array_equal(a, np.arange(10.0) * 4)       # nothing copied back
+    meanwhile[:] = []
+    call.run()                                  # absent now: mapped, copied in and back
+    np.testing.assert_array_equal(a, np.arange(10.0) * 8)
+    assert user_entries(dev) == []
+
+
 def test_a_prepared_call_makes_small_absent_items_each_time(dev, plugin, table,
                                                             monkeypatch):
     a = np.arange(10.0)

@@ -5,12 +5,16 @@ The one cache of what a call looked up, with one rule for when it is stale: a `C
 is `fresh` while the device list, the device's state and its map
 (`IntervalMap.version`) are the ones its last look-up saw.  While it is, a call reuses
 the device, the function's address (None: not loaded), the entries found and the words
-they give: it only counts the entries up, runs, and counts them down.  A small item
-that was absent (plain to, from, tofrom or alloc, at most `SMALL` bytes) gets a new
-entry at each call, made and removed as a construct does; when nothing else changed
-the map meanwhile, the map is as the look-up saw it, and the call stays fresh.
-Anything else a construct would do (report under PYGOMP_INFO or PYGOMP_PROFILE, always,
-structs and pointers) goes through `mapping.target`, as does any error.
+they give.  It runs without the device's lock, listed as in flight on the device
+(`entries.Flight`): whoever may take an entry's last reference first adopts the calls
+in flight (counts their entries up), and an adopted call counts them down as it ends,
+so that no one frees what a call uses.  A small item that was absent (plain to, from,
+tofrom or alloc, at most `SMALL` bytes) gets a new entry at each call, made and
+removed as a construct does (under the lock, the entries counted up and down); when
+nothing else changed the map meanwhile, the map is as the look-up saw it, and the call
+stays fresh.  Anything else a construct would do (report under PYGOMP_INFO or
+PYGOMP_PROFILE, always, structs and pointers) goes through `mapping.target`, as does
+any error.
 
 A C region of such a call (libpygomp.so) may run without Python: C gets its `plan`,
 good under the same rule, and carries it out itself; the device's `GateLock` keeps
@@ -27,7 +31,7 @@ import threading
 from pygomp_csrc.contract import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO
 
 from . import accprof, devices, env, kinds, mapping, trace
-from .entries import WORD, Item, birth, death, down, owner, ref
+from .entries import WORD, Item, birth, death, down, flight_of, owner, ref
 from .intervals import hits
 
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
@@ -48,7 +52,7 @@ class Call:
     function, and `run` calls its ``host`` with the words."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args", "epoch", "planned")
+                 "args", "epoch", "planned", "fast")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
                  host_code=False):
@@ -61,6 +65,7 @@ class Call:
         self.made = ()                  # positions of the items made at each call
         self.epoch = None               # the map's content at the look-up (`GateLock`)
         self.planned = None             # the epoch C has a plan for (`plan`)
+        self.fast = None                # what `run` needs without the lock (`_prepared`)
 
     def fresh(self) -> bool:
         """Whether what the last look-up found still holds (the one staleness rule)."""
@@ -77,11 +82,49 @@ class Call:
     def run(self, values=(), host=None):
         """Run with ``values`` as the words at `slots`; the result's bytes, or None.
         A `host_code` call runs ``host(words)`` (``host(None)`` when the call must go
-        through the whole construct: the caller maps and runs it)."""
+        through the whole construct: the caller maps and runs it).
+
+        While fresh, a call with no item to make runs without the device's lock: it
+        holds its entries by being in flight (`entries.Flight`), and counts them only if
+        someone else may take their last reference meanwhile."""
+        fast = self.fast
+        if fast is None or fast[0] != self.dev.map.version or (fast[3] is None
+                                                               and host is None):
+            return self._counted(values, host)
+        _, gen, flight, launcher, words, args, held = fast
+        if flight is None:              # nothing to hold: the initial device, scalars
+            if args is None:
+                return self._go(launcher, words, args, values, host)
+            launcher[1](args)           # the same words every call
+            return None
+        token = next(_ids)
+        calls = flight.calls
+        calls[token] = held
+        if flight.gen != gen and calls.pop(token, None) is not None:
+            return self._counted(values, host)      # an entry may go: count instead
+        ok = False
+        try:
+            if args is None:
+                out = self._go(launcher, words, args, values, host)
+            else:
+                launcher[1](args)       # the same words every call
+                out = None
+            ok = True
+            return out
+        finally:
+            if calls.pop(token, None) is None:     # adopted meanwhile: counted up
+                self._land(flight, token, ok)
+
+    def _counted(self, values, host):
+        """`run` under the device's lock: a new look-up if the map changed, the items
+        made for this call, and the entries counted up and down around the run."""
         dev = self.dev
         with dev.lock:
             if self.version != dev.map.version:     # `fresh`, for the call's own device
                 self._look_up()
+            elif self.fast is not None and self.fast[2] is not None:
+                # the entries it found are still there: good for `run` again
+                self.fast = (self.version, self.fast[2].gen) + self.fast[2:]
             version, address, launcher, args = (self.version, self.address, self.launcher,
                                                 self.args)
             plan = words, counted, entries, made = (self.words, self.counted, self.entries,
@@ -95,30 +138,12 @@ class Call:
             mark = dev.map.version
         if words is None:
             return self._target(values) if host is None else host(None)
-        if values or self.result:
-            words = words[:]
-            for i, v in zip(self.slots, values):
-                words[i] = v & WORD
-        slot = 0
         ok = False
         try:
-            if self.result:
-                slot = _result_slot(dev)
-                words.append(slot)
-            if address is None:
-                host(words)
-            else:
-                prepare, start = launcher
-                start(prepare(words) if args is None else args)
-            if slot:
-                out = ctypes.create_string_buffer(self.result)
-                dev.plugin.dev2host(dev.local, ctypes.addressof(out), slot, self.result)
-                ok = True
-                return out.raw
+            out = self._go(launcher, words, args, values, host)
             ok = True
+            return out
         finally:
-            if slot:
-                dev.spare_results.append(slot)
             if counted:
                 with dev.lock:
                     alone = new and dev.map.version == mark
@@ -133,6 +158,48 @@ class Call:
                         self.version = dev.map.version
                         if self.epoch is not None:
                             dev.lock.restore(self.epoch)
+
+    def _go(self, launcher, words, args, values, host):
+        """The run itself: the kernel by its ``launcher`` (``args``: its prepared words,
+        if they do not change) or, without one, ``host(words)``; with ``values`` at
+        `slots`, and a result slot if the kernel has a result."""
+        if values or self.result:
+            words = words[:]
+            for i, v in zip(self.slots, values):
+                words[i] = v & WORD
+            args = None
+        if not self.result:
+            if launcher is None:
+                host(words)
+            else:
+                prepare, start = launcher
+                start(prepare(words) if args is None else args)
+            return None
+        dev = self.dev
+        slot = _result_slot(dev)
+        try:
+            words.append(slot)
+            if launcher is None:
+                host(words)
+            else:
+                prepare, start = launcher
+                start(prepare(words))
+            out = ctypes.create_string_buffer(self.result)
+            dev.plugin.dev2host(dev.local, ctypes.addressof(out), slot, self.result)
+            return out.raw
+        finally:
+            dev.spare_results.append(slot)
+
+    def _land(self, flight, token, ok):
+        """The end of a run that others adopted (`entries.Flight`): its entries counted
+        down, those that reach zero copied back and removed."""
+        dev = self.dev
+        with dev.lock:
+            items, entries, counted = flight.adopted.pop(token)
+            zeroed = []
+            down(counted, zeroed)
+            if zeroed:
+                mapping.release(dev, items, entries, ok, zeroed)
 
     def plan(self):
         """A plan for C to run this `host_code` call itself (libpygomp.so): its id, the
@@ -200,7 +267,7 @@ class Call:
         `words` None when a call must go through `target`."""
         dev = self.dev
         self.version, self.words, self.counted, self.entries = None, None, (), ()
-        self.made, self.launcher, self.args = (), None, None
+        self.made, self.launcher, self.args, self.fast = (), None, None, None
         if dev.state != "initialized" or env.settings().info or trace.on:
             return                      # not now: look again next time
         self.devs, self.version = devices.all_devices(), dev.map.version
@@ -247,6 +314,10 @@ class Call:
                                                 len(words) + (1 if self.result else 0))
             if not (self.slots or self.result or made):    # the same words every call
                 self.args = self.launcher[0](words)
+        if words is not None and not made:
+            f = flight_of(self.dev) if counted else None
+            self.fast = (self.version, f and f.gen, f, self.launcher, words, self.args,
+                         (self.items, entries, counted))
 
 
 def _makes(t, it, made, items):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import weakref
 from collections import namedtuple
 
 from . import accprof, env
@@ -32,7 +33,7 @@ MappingError.__module__ = "pygomp.runtime.mapping"     # its public name, in tra
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
                  "dynamic_refcount", "keepalive", "associated", "attached", "saved", "group",
-                 "shared")
+                 "shared", "flight")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -49,6 +50,7 @@ class Entry:
                                         # an entry whose device copy is the host's own
         self.group = None               # struct members: all of them, the owner first
         self.shared = None              # OpenACC struct members: the `Shared` block
+        self.flight = None              # its device's `Flight`
 
     def __repr__(self):
         o = owner(self)
@@ -132,6 +134,7 @@ def not_present(dev, addr, size, name=None):
 def birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
     """A new entry in the map (ValueError if it overlaps one)."""
     e = Entry(host_start, host_end, dev_start, **fields)
+    e.flight = flight_of(dev)
     dev.map.insert(e)
     if accprof.mask:
         accprof.entry(accprof.ev_create, e)
@@ -143,6 +146,7 @@ def death(dev, e) -> None:
     its count becomes 0, so that constructs that still hold it leave it alone.  It lets
     go of its host objects: work queued before it may still copy to or from them, so
     they go with the queued free (an async queue frees after all its device's work)."""
+    flight_of(dev).gen += 1         # calls that register from now on count instead
     if accprof.mask:
         accprof.entry(accprof.ev_delete, e)
     e.refcount = e.dynamic_refcount = 0
@@ -166,9 +170,12 @@ def death(dev, e) -> None:
 
 def ref(owners, n, dynamic=False) -> None:
     """Change each owner's reference count (an infinite one stays), and with ``dynamic``
-    its dynamic part (OpenACC's)."""
+    its dynamic part (OpenACC's).  An owner about to lose its last reference first
+    holds the calls in flight (`Flight.hold`)."""
     for e in owners:
         if e.refcount != INFINITY:
+            if n < 0 and e.refcount + n <= 0:
+                e.flight.hold()
             e.refcount += n
         if dynamic:
             e.dynamic_refcount += n
@@ -177,15 +184,55 @@ def ref(owners, n, dynamic=False) -> None:
 def down(entries, zeroed, to_zero=False) -> None:
     """One reference less (``to_zero``: all of them) on each live entry's owner, in
     turn; an owner that reaches zero is added to ``zeroed`` (its construct copies back
-    and removes it)."""
+    and removes it).  An owner about to lose its last reference first holds the calls
+    in flight (`Flight.hold`)."""
     for e in entries:
         if e.group is not None:
             e = e.group[0]              # its owner
         n = e.refcount
         if 0 < n != INFINITY:
+            if n == 1 or to_zero:
+                e.flight.hold()
+                n = e.refcount
             e.refcount = n = 0 if to_zero else n - 1
             if n == 0:
                 zeroed.append(e)
+
+
+# -- calls in flight ----------------------------------------------------------------
+
+class Flight:
+    """The calls in flight on a device that hold its entries without counting them
+    (`calls.Call.run`): each registers ``calls[token] = (items, entries, counted)`` while
+    it runs, if `gen` is still the one its look-up saw once registered.  Whoever may take
+    an entry's last reference (`down`, `ref`; under the device's lock) first calls `hold`:
+    a new `gen` (calls that register from now on count instead), then the calls in
+    flight are adopted (their entries counted up, as if they had counted; each moves to
+    `adopted` and, once run, ends through the counting path).  `death` too makes a new
+    `gen`."""
+    __slots__ = ("calls", "adopted", "gen")
+
+    def __init__(self):
+        self.calls, self.adopted, self.gen = {}, {}, 0
+
+    def hold(self):
+        self.gen += 1
+        calls = self.calls
+        while calls:
+            try:
+                token, held = calls.popitem()
+            except KeyError:            # the last one ended meanwhile
+                return
+            ref(held[2], 1)
+            self.adopted[token] = held
+
+
+_flights = weakref.WeakKeyDictionary()      # a device -> its `Flight`
+
+
+def flight_of(dev) -> Flight:
+    f = _flights.get(dev)
+    return _flights.setdefault(dev, Flight()) if f is None else f
 
 
 # -- copies -------------------------------------------------------------------------
