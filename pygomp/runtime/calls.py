@@ -193,20 +193,15 @@ class Call:
     def _land(self, flight, token, ok):
         """The end of a run that others adopted (`entries.Flight`): its entries counted
         down, those that reach zero copied back and removed."""
-        dev = self.dev
-        with dev.lock:
-            items, entries, counted = flight.adopted.pop(token)
-            zeroed = []
-            down(counted, zeroed)
-            if zeroed:
-                mapping.release(dev, items, entries, ok, zeroed)
+        with self.dev.lock:
+            _count_down(self.dev, *flight.adopted.pop(token), ok)
 
     def plan(self):
         """A plan for C to run this `host_code` call itself (libpygomp.so): its id, the
-        epoch of the map its look-up saw (`GateLock.current`), the words and a flag byte per item (`_flags`: made
-        at each call, copied to, from); None when C may not, or has it already (the
-        call is not fresh, a trace or report is on, the device is not the host plugin's
-        or its lock is not a `GateLock`)."""
+        epoch of the map its look-up saw (`GateLock.current`), the words and a flag byte
+        per item (`_flags`: made at each call, copied to, from); None when C may not, or
+        has it already (the call is not fresh, a trace or report is on, the device is not
+        the host plugin's or its lock is not a `GateLock`)."""
         dev = self.dev
         if self.version == dev.map.version and (self.words is None
                                                 or self.planned == self.epoch):
@@ -459,7 +454,13 @@ def land(token) -> None:
     """The end of a region that Python adopted: as `run` ends one."""
     dev, items, entries, counted = _landing.pop(token)
     with dev.lock:
-        zeroed = []
-        down(counted, zeroed)
-        if zeroed:
-            mapping.release(dev, items, entries, True, zeroed)
+        _count_down(dev, items, entries, counted, True)
+
+
+def _count_down(dev, items, entries, counted, ok):
+    """An adopted run's end (under the device's lock): its entries counted down, those
+    that reach zero copied back (if ``ok``) and removed."""
+    zeroed = []
+    down(counted, zeroed)
+    if zeroed:
+        mapping.release(dev, items, entries, ok, zeroed)
