@@ -12,7 +12,7 @@ A target region whose function has no image on its device:
 - on a device of the host plugin (separate memory, host-addressable) its host code
   runs with the device addresses;
 - on another device (OpenCL, CUDA) it maps on that device as the construct says, and
-  its host code runs on the host with a host view of the device's data (`_on_host`),
+  its host code runs on the host with a host view of the device's data (`hostview`),
   with a PYGOMP_INFO message; under OMP_TARGET_OFFLOAD=mandatory (OpenMP) it fails.
 
 OpenACC's constructs run on `pygomp.acc`'s current device with OpenACC's reference
@@ -20,14 +20,12 @@ counts; ``async`` work goes to that device's queues (`acc.run`).
 """
 from __future__ import annotations
 
-import bisect
 import ctypes
 import errno
 import itertools
 import json
 import re
 import sys
-import threading
 import traceback
 
 from pygomp_csrc import contract
@@ -35,7 +33,7 @@ from pygomp_csrc.contract import AccOp, Op, Routine as R
 
 from . import acc, api
 from .runtime import (accmap, accprof, calls, deferred, devices, elf_tables, env,
-                      gcc_images, images, kinds, mapping, trace)
+                      gcc_images, hostview, images, kinds, mapping, trace)
 from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -213,15 +211,15 @@ def _has_image(dev, fn):
 # -- regions without an image, run on the host with a host view of the device's data --
 
 _blocks = {}            # what omp_target_alloc gave C: address -> (device number, size)
-_merging = threading.Lock()     # one write-back of host views at a time
 
 
 def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0, 0, 0)):
     """A region with no image on ``dev`` (a device whose memory the host cannot use):
     it maps on ``dev`` as the construct says (the same checks, counts and copies as a
     region there), and ``call(words)`` runs its host code on the host later in the
-    construct's order (`_on_host`), then the construct ends as on the device.  Inside an
-    async queue's `deferred.deferred` block the map changes now and the rest waits."""
+    construct's order (`hostview.run`), then the construct ends as on the device.
+    Inside an async queue's `deferred.deferred` block the map changes now and the rest
+    waits."""
     def work(r):
         spans, slots = accmap.device_memory(dev)        # now: entries may go at the end
         spans += [(a, a + size) for a, (d, size) in list(_blocks.items()) if d == dev.number]
@@ -239,8 +237,8 @@ def _region_on_host(dev, fn, items, call, what, acc_=False, rec=None, launch=(0,
                 if k == kinds.FORCE_DEVICEPTR:
                     pointers.append(w)
         where = f"device {dev.number} ({dev.plugin.name}): the {what} at {fn:#x}"
-        return (_on_host, dev, list(zip(r.args, anchors)), _merged(spans), sorted(slots),
-                pointers, call, where)
+        return (hostview.run, dev, list(zip(r.args, anchors)), hostview.merged(spans),
+                sorted(slots), pointers, call, where)
     _queued_region(dev, fn, items, work, acc_, rec, launch)
 
 
@@ -262,93 +260,6 @@ def _queued_region(dev, fn, items, work, acc_, rec, launch):
             _exit(rec, r, ok)
         else:
             mapping.end(r, copy_back=ok)
-
-
-def _merged(spans):
-    """Sorted ranges with the overlapping ones joined: (starts, ends)."""
-    starts, ends = [], []
-    for lo, hi in sorted(spans):
-        if ends and lo < ends[-1]:
-            ends[-1] = max(ends[-1], hi)
-        else:
-            starts.append(lo)
-            ends.append(hi)
-    return starts, ends
-
-
-def _on_host(dev, words, ranges, slots, pointers, call, where):
-    """Run a region's host code on the host with a host view of ``dev``'s memory.
-
-    Each device range that its words point into (``words``: pairs of a word and an
-    address inside what it points to), or that the pointers attached there point into,
-    is copied to host memory of its own; the words and those pointers point there
-    instead.  After the call only the bytes the code changed go back, into the device's
-    current copy, so regions that run at once and write different parts of a block lose
-    nothing.  The host's own copies of mapped data are never touched.  A deviceptr that
-    points into no device memory that pygomp knows is refused, naming the region."""
-    starts, ends = ranges
-    views = {}                  # range index -> (host copy, its bytes as read)
-    todo = []                   # pointer slots (device addresses) in the views so far
-
-    def host(w):
-        """The host view of device address ``w``, or None outside every range."""
-        i = bisect.bisect_right(starts, w) - 1
-        if i < 0 or w > ends[i]:
-            return None
-        if i not in views:
-            size = ends[i] - starts[i]
-            copy = ctypes.create_string_buffer(size)
-            dev.plugin.dev2host(dev.local, ctypes.addressof(copy), starts[i], size)
-            views[i] = (copy, copy.raw)
-            todo.extend(slots[bisect.bisect_left(slots, starts[i]):
-                              bisect.bisect_left(slots, ends[i])])
-        return ctypes.addressof(views[i][0]) + (w - starts[i])
-
-    translated = []
-    for w, anchor in words:
-        at = host(anchor)
-        translated.append(w if at is None else at + (w - anchor))
-    for p in pointers:
-        slot = host(p)
-        value = ctypes.c_uint64.from_address(slot).value
-        if value and host(value) is None:
-            raise mapping.MappingError(f"{where} has no image, and its host code cannot use "
-                                       f"deviceptr's {value:#x}: no device memory that pygomp "
-                                       f"knows holds it")
-    todo += pointers
-    restore = []                # (host slot, device value) of the pointers translated
-    seen = set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        slot = ctypes.c_uint64.from_address(host(p))
-        target = host(slot.value) if slot.value else None
-        if target is not None:
-            restore.append((slot, slot.value))
-            slot.value = target
-    call(translated)
-    for slot, value in restore:
-        slot.value = value
-    with _merging:
-        for i, (copy, before) in views.items():
-            _write_back(dev, starts[i], copy, before)
-
-
-def _write_back(dev, start, view, before):
-    """The bytes of a host view that its region changed (against the bytes ``before``),
-    into the device's current copy: one span from the first changed byte to the last."""
-    import numpy as np
-    new, old = np.frombuffer(view, np.uint8), np.frombuffer(before, np.uint8)
-    changed = new != old
-    if not changed.any():
-        return
-    lo, hi = int(changed.argmax()), len(changed) - int(changed[::-1].argmax())
-    current = np.empty(hi - lo, np.uint8)
-    dev.plugin.dev2host(dev.local, current.ctypes.data, start + lo, hi - lo)
-    np.copyto(current, new[lo:hi], where=changed[lo:hi])
-    dev.plugin.host2dev(dev.local, start + lo, current.ctypes.data, hi - lo)
 
 
 def pg_py_data(op, device, n, packed, hostaddrs):

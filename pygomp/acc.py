@@ -21,21 +21,19 @@ device.  Each thread has its current device, as in libgomp.
 Data routines take numpy arrays (contiguous); a mapped array is kept alive while it is
 mapped.  With ``async_=q`` (``q >= 0`` or ``async_noval``) the map changes at once (as
 in libgomp) and the data moves on queue q of the current device, after the queue's
-earlier work; `wait` waits for it and raises the first error of the queue's work (which
-stops the queue's later work).  Errors are
+earlier work (`pygomp.runtime.accqueues`); `wait` waits for it and raises the first
+error of the queue's work (which stops the queue's later work).  Errors are
 `pygomp.MappingError`s worded as libgomp words them.
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
-import sys
 import threading
 from contextlib import contextmanager
 
 from .constructs import array_item, one_clause
-from .runtime import accmap, accprof, deferred, devices, env, kinds, mapping, tasks
+from .runtime import accmap, accprof, accqueues, deferred, devices, env, kinds, mapping
 from .runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noqa: F401
                               ev_compute_construct_start, ev_create, ev_delete,
                               ev_device_init_end, ev_device_init_start,
@@ -335,7 +333,7 @@ def shutdown(t=device_default) -> None:
 
 
 def _shut(dev):
-    _wait_queues(dev, list(_queues_of(dev)))
+    accqueues.wait(dev, accqueues.of(dev))
     if not dev.is_initial:
         with dev.lock:
             mapping.release_all(dev)
@@ -373,7 +371,7 @@ def cuda_stream(q) -> int:
     their work on its one stream) once the queue exists, else 0 (an invalid ``q``,
     acc_async_sync too)."""
     dev, h = _cuda()
-    if not h or q < async_noval or (dev, q) not in _queues:
+    if not h or q < async_noval or accqueues.find(dev, q) is None:
         return 0
     return h.stream
 
@@ -388,81 +386,11 @@ def set_cuda_stream(q, stream) -> int:
     return -1 if _cuda()[1] is None else 0
 
 
-# -- async queues -----------------------------------------------------------------
-
-_queues = {}      # (device, queue) -> _Queue
-
-
-class _Queue:
-    """An async queue: its work runs as runtime tasks, each after the one before (the
-    address of ``key`` is their dependence); the first error stops the queue's later
-    work until `wait` raises it."""
-
-    def __init__(self):
-        self.key = ctypes.create_string_buffer(1)
-        self.lock = threading.Lock()    # threads that queue work at once: `last` in order
-        self.last = None            # the task of the work queued last
-        self.error = None
-
-    def address(self):
-        return ctypes.addressof(self.key)
-
-    def done(self):
-        return self.last is None or self.last.done()
-
-    def wait(self):
-        if self.last is not None:
-            self.last.wait()
-        error, self.error = self.error, None
-        if error is not None:
-            raise error
-
+# -- async queues (pygomp.runtime.accqueues) -----------------------------------------
 
 def _check_async(q):
     if q < async_sync:
         raise MappingError(f"invalid async-argument: {q}")
-
-
-def _queue(dev, q):
-    with _lock:
-        queue = _queues.get((dev, q))
-        if queue is None:
-            if not _queues:
-                atexit.register(_unseen_errors)
-            queue = _queues[dev, q] = _Queue()
-        return queue
-
-
-def _unseen_errors():
-    for (dev, q), queue in list(_queues.items()):
-        if queue.error is not None:
-            print(f"pygomp: device {dev.number}, async queue {q}: an error nobody waited "
-                  f"for: {queue.error}", file=sys.stderr)
-
-
-def _queues_of(dev):
-    with _lock:
-        return [q for (d, q) in _queues if d is dev]
-
-
-def enqueue(dev, q, fn, after=()) -> None:
-    """Run ``fn()`` on queue ``q`` of ``dev`` after the queue's earlier work and the
-    work queued so far on the queues ``after``."""
-    queue = _queue(dev, q)
-    earlier = [_queue(dev, a).last for a in after if a != q]    # waited for, not depended
-    earlier = [t for t in earlier if t is not None]              # on: their later work goes on
-
-    def work():
-        for t in earlier:
-            t.wait()
-        if queue.error is None:
-            try:
-                fn()
-            except Exception as e:          # noqa: BLE001  (kept for `wait` to raise)
-                queue.error = e
-
-    with queue.lock:
-        queue.last = tasks.submit(work, depend={"inout": [queue.address()]})
 
 
 def run(q, fn, dev=None, stage=False):
@@ -479,7 +407,8 @@ def run(q, fn, dev=None, stage=False):
         return _profiled_run(q, fn, dev, stage)
     with deferred.deferred() as work:
         result = fn()
-    return _run(q, work, dev, stage, result)
+    _run(q, work, dev, stage)
+    return result
 
 
 def _profiled_run(q, fn, dev, stage):
@@ -489,54 +418,28 @@ def _profiled_run(q, fn, dev, stage):
     try:
         with deferred.deferred() as work:
             result = fn()
-        return _run(q, accprof.expand(work, dev), dev, stage, result)
+        _run(q, accprof.expand(work, dev), dev, stage)
+        return result
     finally:
         accprof.finish(rec)
 
 
-def _run(q, work, dev, stage, result):
-    frees = [w for w in work if w[0] == dev.plugin.free]
+def _run(q, work, dev, stage):
     if q == async_sync:
-        if frees:
-            _wait_queues(dev, _queues_of(dev))
-        deferred.do(work)
-        return result
-    rest = []       # in order: events now (an async construct's), staged copies now
-    for w in work:
-        if accprof.is_event(w):
-            deferred.do([w])
-        elif w[0] != dev.plugin.free:
-            rest.append(_staged(w) if stage and w[0] == dev.plugin.host2dev else w)
-    enqueue(dev, q, lambda: deferred.do(rest))
-    if frees:
-        enqueue(dev, q, lambda: deferred.do(frees), after=_queues_of(dev))
-    return result
-
-
-def _staged(w):
-    """A deferred host-to-device copy that reads a copy of its host bytes taken now."""
-    fn, (local, d, src, size), _ = w
-    copy = ctypes.create_string_buffer(ctypes.string_at(src, size), max(size, 1))
-    return fn, (local, d, ctypes.addressof(copy), size), copy
+        accqueues.run_now(dev, work)
+    else:
+        accqueues.run_on(dev, q, work, stage)
 
 
 def async_test(q) -> bool:
     """acc_async_test: whether queue ``q`` has finished its work."""
     _check_async(q)
-    queue = _queues.get((current(), q))
-    return queue is None or queue.done()
+    return accqueues.done(current(), q)
 
 
 def async_test_all() -> bool:
     dev = current()
-    return all(async_test(q) for q in _queues_of(dev))
-
-
-def _wait_queues(dev, qs):
-    for q in qs:
-        queue = _queues.get((dev, q))
-        if queue is not None:
-            queue.wait()
+    return all(accqueues.done(dev, q) for q in accqueues.of(dev))
 
 
 def wait(q=None) -> None:
@@ -545,11 +448,11 @@ def wait(q=None) -> None:
     dev = current()
     if q is not None:
         _check_async(q)
-    qs = _queues_of(dev) if q is None else [q]
+    qs = accqueues.of(dev) if q is None else [q]
     if accprof.mask:
         return profiled(accprof.construct_runtime_api, dev, async_sync if q is None else q,
-                        ev_wait_start, _wait_queues, dev, qs)
-    _wait_queues(dev, qs)
+                        ev_wait_start, accqueues.wait, dev, qs)
+    accqueues.wait(dev, qs)
 
 
 def wait_async(q1, q2) -> None:
@@ -561,9 +464,10 @@ def wait_async(q1, q2) -> None:
             _check_async(q)
     if q2 == async_sync:
         return wait(q1)
-    after = _queues_of(dev) if q1 is None else [q1] if (dev, q1) in _queues else []
+    after = accqueues.of(dev) if q1 is None else \
+        [q1] if accqueues.find(dev, q1) is not None else []
     if after and after != [q2]:
-        enqueue(dev, q2, lambda: None, after)
+        accqueues.enqueue(dev, q2, lambda: None, after)
 
 
 def wait_list(q, waits) -> None:

@@ -251,8 +251,8 @@ class Spec:
             if u is not None:
                 where = u.written
             else:
-                from .compiler import emit
-                where = emit.written(self.ir)
+                from .compiler import argwords
+                where = argwords.written(self.ir)
             self._written = {pos: (pname, where[cname]) for pos, ((cname, _), pname)
                              in enumerate(zip(self.params, self.kernel.param_names))
                              if cname in where}

@@ -15,7 +15,7 @@ import pytest
 
 import pygomp as omp
 from pygomp import acc
-from pygomp.runtime import devices, mapping
+from pygomp.runtime import accqueues, devices, mapping
 
 
 @omp.target(map={"x": "to", "y": "tofrom"})
@@ -256,8 +256,8 @@ def test_errors_of_async_operations(dev):
     def fails():
         raise RuntimeError("the device failed")
 
-    acc.enqueue(dev, 4, fails)
-    acc.enqueue(dev, 4, lambda: done.append(1))
+    accqueues.enqueue(dev, 4, fails)
+    accqueues.enqueue(dev, 4, lambda: done.append(1))
     with pytest.raises(RuntimeError, match="the device failed"):
         acc.wait(4)
     assert done == []

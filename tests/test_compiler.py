@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pygomp.kernels as omp
-from pygomp.compiler import emit, frontend, ir, reductions
+from pygomp.compiler import argwords, dialect, emit, frontend, ir, reductions
 from pygomp.compiler import types as T
 from pygomp.compiler.frontend import CompileError
 from pygomp.runtime import cache
@@ -317,14 +317,14 @@ def test_host_source_has_line_directives_and_openmp():
 
 def test_words_layout():
     fn = frontend.compile_function(_dot_kernel, [F64, F64])
-    assert [r for _, _, r in emit.arg_words(fn)] == ["array", "shape", "array", "shape", "ret"]
+    assert [r for _, _, r in argwords.arg_words(fn)] == ["array", "shape", "array", "shape", "ret"]
 
 
 def test_constants():
-    assert emit.c_const(-1.5, T.FLOAT32, "float") == "(-1.5f)"
-    assert emit.c_const(math.inf, T.FLOAT64, "double") == "INFINITY"
-    assert emit.c_const(-2**63, T.INT64, "int64_t") == "(-9223372036854775807L - 1)"
-    assert emit.c_const(3, T.UINT8, "uint8_t") == "((uint8_t)3)"
+    assert dialect.c_const(-1.5, T.FLOAT32, "float") == "(-1.5f)"
+    assert dialect.c_const(math.inf, T.FLOAT64, "double") == "INFINITY"
+    assert dialect.c_const(-2**63, T.INT64, "int64_t") == "(-9223372036854775807L - 1)"
+    assert dialect.c_const(3, T.UINT8, "uint8_t") == "((uint8_t)3)"
 
 
 # -- the disk cache -----------------------------------------------------------

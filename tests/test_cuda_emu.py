@@ -31,7 +31,7 @@ import test_cuda  # noqa: E402
 import test_language  # noqa: E402
 import test_regions  # noqa: E402
 import test_kernels_examples as tke  # noqa: E402
-from pygomp.compiler.emit import arg_words  # noqa: E402
+from pygomp.compiler.argwords import arg_words  # noqa: E402
 import pygomp.kernels as omp  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
 from pygomp.runtime.plugin import program  # noqa: E402

@@ -109,7 +109,8 @@ FIRST_CALL = textwrap.dedent("""
 # emitter, the decorator's check (its source passed it before), the task pool (and
 # logging), the C compiler's runner and temporary files, dataclasses (records are
 # Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
-COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.ir",
+COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.dialect",
+                "pygomp.compiler.argwords", "pygomp.compiler.ir",
                 "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures",
                 "logging", "subprocess", "tempfile", "shutil", "json", "dataclasses",
                 "_hashlib", "hashlib", "hmac")

@@ -8,7 +8,7 @@ import pytest
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp.runtime import devices
+from pygomp.runtime import accqueues, devices
 
 
 @omp.target
@@ -163,7 +163,7 @@ def test_openacc_async_copyout_keeps_its_array_until_done(device):
         acc.set_device_num(device, acc.device_not_host)
     try:
         go = threading.Event()
-        acc.enqueue(d, 1, go.wait)          # queue 1 waits until the array is dropped
+        accqueues.enqueue(d, 1, go.wait)          # queue 1 waits until the array is dropped
         a = np.arange(64.0)
         acc.copyin(a, async_=1)
         acc.copyout(a, async_=1)

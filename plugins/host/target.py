@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 
 from pygomp.compiler import ir, printing
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import Dialect, arg_words, arith_helpers, rectangular
+from pygomp.compiler.argwords import arg_words
+from pygomp.compiler.arith import arith_helpers
+from pygomp.compiler.dialect import Dialect
+from pygomp.compiler.emit import rectangular
 
 _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", "^": "^",
             "and": "&&", "or": "||"}

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from pygomp.compiler import addrspace, ir
 from pygomp.compiler import types as T
-from pygomp.compiler.emit import arg_words, arith_helpers
+from pygomp.compiler.argwords import arg_words
+from pygomp.compiler.arith import arith_helpers
 from pygomp.compiler.workgroup import WorkGroupDialect
 from pygomp.errors import CompileError
 

@@ -9,12 +9,14 @@
     complexes.py   complex64/complex128: front-end rules and their C text per dialect
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
-    emit.py        the one emitter, and `Dialect`: the hooks a target implements
+    emit.py        the one emitter;  dialect.py  `Dialect`: the hooks a target implements
+    arith.py       the C functions for Python's and numpy's arithmetic
+    argwords.py    a kernel's argument words and private scratch (what KernelInfo says)
     steps.py       where a kernel is cut into launches (a grid-wide order)
     workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`)
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
 
-A plugin's ``target_hooks()`` returns a `emit.Dialect` instance: the host one is
+A plugin's ``target_hooks()`` returns a `dialect.Dialect` instance: the host one is
 ``pygomp_plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
 ``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target`` (the last two
 on `workgroup.WorkGroupDialect`).  The compiler writes source text only: the plugin

@@ -4,7 +4,7 @@ The IR keeps the usual nodes with a complex type (BinOp + - * /, Unary -, Compar
 Cast, Const) and a few named Calls: "cmake" (``complex(a, b)``), "real", "imag", "conj",
 "abs" (a real result), "exp", "sqrt".  The emitter turns each into a call of a small
 function of the unit, ``pyg_c<op>_<type>`` (`helpers`), written once for every dialect
-from three hooks of `emit.Dialect`: the type's name, how to make one from two parts
+from three hooks of `dialect.Dialect`: the type's name, how to make one from two parts
 (`Dialect.complex_make`) and how to read a part (`Dialect.complex_part`).  The host
 spells a complex as C99 ``_Complex``, OpenCL and CUDA as a struct of two floats or
 doubles (``pyg_complex64``: no vector type, whose alignment would exceed a scratch

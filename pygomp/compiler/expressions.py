@@ -19,7 +19,7 @@ _STATIC_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
                ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
                ast.Pow: lambda a, b: a ** b if 0 <= b < 128 else None,
                ast.LShift: lambda a, b: a << b if 0 <= b < 128 else None}
-_CALLED = {"//": "floordiv", "%": "mod", "<<": "shl", ">>": "shr"}   # see emit.arith_helpers
+_CALLED = {"//": "floordiv", "%": "mod", "<<": "shl", ">>": "shr"}   # see arith.arith_helpers
 _CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 

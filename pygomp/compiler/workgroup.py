@@ -14,7 +14,7 @@ summing launch, runs its statements (none after a ``return``) and lets one work-
 store the carried scalars into the other area.  Private arrays sized at run time and
 array reduction copies live in the private scratch, one 8-byte word per element (two
 for a complex128), a work-item's part after the previous one's.  The kernel's arguments are described once
-by `pygomp.runtime.plugin.KernelInfo` and `emit.arg_words`.
+by `pygomp.runtime.plugin.KernelInfo` and `argwords.arg_words`.
 
 A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP and
 INIT calls, lets each participant run its share (`iterate`), then the FINI calls
@@ -41,7 +41,8 @@ from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
 from . import atomics, ir, steps
 from . import types as T
-from .emit import Dialect, private_terms, word_kinds
+from .argwords import private_terms, word_kinds
+from .dialect import Dialect
 from .reductions import array_copies
 
 LEVELS = ("gang", "worker", "vector")
@@ -91,7 +92,7 @@ class WorkGroupDialect(Dialect):
         raise NotImplementedError
 
     def prologue(self, em, fn) -> None:
-        """Define the names of `emit.arg_words` from the parameters, and ``pyg_g`` and
+        """Define the names of `argwords.arg_words` from the parameters, and ``pyg_g`` and
         ``pyg_G`` (the gang and the number of gangs)."""
         raise NotImplementedError
 
