@@ -44,19 +44,18 @@ the specialization.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import struct
 import sys
 import threading
-import weakref
 
 import numpy as np
 
 from . import kernel_cache
 from .constructs import ARRAYS, as_array
 from .errors import CompileError
-from .runtime import calls, devices, env, images, kinds, mapping
+from .runtime import devices, env, images, kinds, mapping
+from .repeats import MISS, Repeat
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -78,9 +77,6 @@ _MASK = (1 << 64) - 1
 _D, _Q = struct.Struct("<d"), struct.Struct("<Q")
 _F, _I = struct.Struct("<f"), struct.Struct("<I")
 _FPI = kinds.FIRSTPRIVATE_INT
-_STRUCT = {"b1": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2": "H",
-           "u4": "I", "u8": "Q", "f4": "f", "f8": "d",
-           "c8": "ff", "c16": "dd"}     # a result's dtype -> struct code
 _Item = mapping.Item
 
 _CHECKED = ("boundscheck",)     # ends the specialization key of a checked call
@@ -214,7 +210,7 @@ class Spec:
                                    f"{kernel.__name__}: argument {pname!r}"))
             else:
                 self.steps.append((False, _word(t), pname))
-        self.repeats = {}         # device -> the _Repeat of its last call
+        self.repeats = {}         # device -> the `Repeat` of its last call
 
     @property
     def ir(self):
@@ -386,101 +382,6 @@ class Spec:
                              f"(flags.writeable is False) and the kernel writes it ({w[1]})")
 
 
-class _Repeat:
-    """A call that may repeat on one device: its arrays (weak references, so that the
-    user may let go of them, and their shapes), its scalars' positions and Python types,
-    the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
-    that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
-    result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
-    writeable, of the same shapes) and scalars of the same types while the call's
-    look-up is fresh, and returns its result; else it returns `MISS` and runs nothing."""
-    __slots__ = ("arrays", "call", "result", "attempt")
-
-    def __init__(self, spec, dev, args, items, launch):
-        dtype = spec.ret_dtype
-        self.result = None if dtype is None else \
-            struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
-        self.arrays, layout, cells, slots = [], [], [], []
-        i = 0
-        for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
-            if is_array:
-                self.arrays.append(pos)
-                layout.append(0)
-                cells += (_weak(a), a.shape)
-                i += 1 + a.ndim
-            else:
-                w = how(a)
-                n = len(w) if isinstance(w, tuple) else 1
-                layout.append(n)
-                cells += (type(a), how)
-                slots += range(i, i + n)
-                i += n
-        items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
-        self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
-                               self.result.size if self.result else 0)
-        self.attempt = _attempts(tuple(layout), self.result is not None)(
-            self.call.fresh, self.call.run, self.finish, *cells)
-
-    def run(self, values):
-        """Run with these scalar words; the kernel's result, or None."""
-        return self.finish(self.call.run(values))
-
-    def finish(self, got):
-        """The kernel's result from the bytes of its result slot."""
-        if not self.result:
-            return None
-        v = self.result.unpack(got)
-        return v[0] if len(v) == 1 else complex(*v)
-
-
-MISS = object()         # what `_Repeat.attempt` returns when it runs nothing
-
-
-@functools.lru_cache(maxsize=256)
-def _attempts(layout, result):
-    """The maker of `_Repeat.attempt` for calls whose arguments are laid out as
-    ``layout`` says (per parameter: 0 an array, else a scalar of that many words):
-    straight-line code, with each array's weak reference and shape and each scalar's
-    type and word function in cells of its own, as it runs at every repeated call."""
-    names, body, words = [], [], []
-    for pos, n in enumerate(layout):
-        a = f"a{pos}"
-        if n == 0:
-            names += (f"r{pos}", f"s{pos}")
-            body.append(f"if {a} is not r{pos}() or {a}.shape != s{pos} "
-                        f"or not {a}.flags.writeable:")
-        else:
-            names += (f"t{pos}", f"w{pos}")
-            body.append(f"if type({a}) is not t{pos}:")
-            words.append(f"w{pos}({a})" if n == 1 else f"*w{pos}({a})")
-        body.append("    return MISS")
-    run = f"run([{', '.join(words)}])" if words else "run(())"
-    args = "".join(f"a{pos}, " for pos in range(len(layout)))
-    src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
-           f"    def attempt(args):\n"
-           f"        if len(args) != {len(layout)} or not fresh():\n"
-           f"            return MISS\n"
-           + (f"        {args}= args\n" if layout else "")
-           + "".join(f"        {line}\n" for line in body)
-           + f"        return {f'finish({run})' if result else run}\n"
-           f"    return attempt\n")
-    ns = {"MISS": MISS}
-    exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)
-    return ns["make"]
-
-
-def _weak(a):
-    """A weak reference to an array argument (a dead one for what takes none)."""
-    try:
-        return weakref.ref(a)
-    except TypeError:
-        return _dead
-
-
-def _dead():
-    return None
-
-
 def _tag(argtypes, names, weak):
     """The part of a specialization's name its types make (``w``: a weak scalar)."""
     from .compiler import types as T
@@ -544,7 +445,7 @@ class Kernel:
         self.depend = depend
         self._specs = {}
         self._last = None           # the specialization of the previous call
-        self._hit = None            # (device number, `_Repeat.attempt`) of a plain call
+        self._hit = None            # (device number, `Repeat.attempt`) of a plain call
         self._lock = threading.Lock()
         self._bound = {}
         self._boundscheck = None if boundscheck is None else bool(boundscheck)
@@ -701,7 +602,7 @@ class Kernel:
                 if out is not MISS:
                     return out
         s, args, items = self._prepare(args, dev)
-        r = _Repeat(s, dev, args, items, self.launch)
+        r = Repeat(s, dev, args, items, self.launch)
         if s.checked or s.rets:         # a record or results of its own: never repeated
             out = r.run([items[i].addr for i in r.call.slots])
             if s.checked:
@@ -740,7 +641,7 @@ class Bound:
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
-        self.repeat = None              # the _Repeat of the last call, to try first
+        self.repeat = None              # the `Repeat` of the last call, to try first
 
     def __call__(self, *args, **kwargs):
         r = self.repeat
