@@ -326,7 +326,7 @@ class _Builder:
 
     def check_arrays(self):
         """A private or team-shared array outside parallel loops lives in one launch."""
-        seen, top = {}, {c for c, t in self.fn.decls if isinstance(t, T.Array)}
+        seen, top = {}, _top_arrays(self.fn)
         for k, e in enumerate(self.entries):
             for n in ir.walk(e.body):
                 if isinstance(n, (ir.ArrayRef, ir.ArrayInit)) and n.name in top:
@@ -345,7 +345,7 @@ def twice_ok(body, ops, fn) -> bool:
     parallel loops)."""
     if not all(isinstance(op, int) for op in ops):
         return False
-    top = {c for c, t in fn.decls if isinstance(t, T.Array)}
+    top = _top_arrays(fn)
     for n in ir.walk(body):
         if isinstance(n, ir.ParLoop) and n.reductions or isinstance(
                 n, (ir.HelperCall, ir.Return, ir.ArrayInit)):
@@ -353,6 +353,11 @@ def twice_ok(body, ops, fn) -> bool:
         if isinstance(n, ir.ArrayRef) and n.name in top:
             return False
     return True
+
+
+def _top_arrays(fn) -> set:
+    """The names of the arrays a kernel makes outside its parallel loops."""
+    return {c for c, t in fn.decls if isinstance(t, T.Array)}
 
 
 def _set(name, value, t=T.BOOL):
