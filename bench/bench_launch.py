@@ -13,7 +13,8 @@ same cl.Kernel objects with the same arguments set, side by side in one run.
   launches (--steps + 1 a call: a round's entry, made twice so that the carried
   scalars' areas alternate, and the first), against a Python loop enqueuing the same
   entries in the same order (its loop count read back as pygomp reads it), per launch.
-Best per-call (or per-launch) time of chunks of 50 calls (1 for program), the contenders
+The program row runs the launches (PYGOMP_OPENCL_ONE_GROUP=0: not the kernel's one-group
+variant, which bench/polybench/run.py measures).  Best per-call (or per-launch) time of chunks of 50 calls (1 for program), the contenders
 in turn.  With --clock cpu the time is the calling thread's CPU time: what a launch
 costs the caller (Python and the driver's enqueue), not the device's work, which runs
 on PoCL's threads; on a busy machine it moves far less than wall-clock time.
@@ -96,6 +97,7 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
+    os.environ["PYGOMP_OPENCL_ONE_GROUP"] = "0"
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     import pyopencl as cl
     dev = opencl_device(args.device)

@@ -132,3 +132,104 @@ def test_odd_rounds_take_no_empty_launch(dev, monkeypatch, how):
     for info in infos:          # a round's two copies, each a gang loop
         (_, _, body), = [op for op in info.program if not isinstance(op, int)]
         assert len(body) == 2 and all("g" in info.levels[k] for k in body)
+
+
+@pytest.fixture
+def one_group(monkeypatch):
+    """Set PYGOMP_OPENCL_ONE_GROUP for kernels loaded from now on; the runs of their
+    programs of launches, counted."""
+    from pygomp_plugins.opencl import plugin
+    runs = []
+    real = plugin._Kernel._launches
+    monkeypatch.setattr(plugin._Kernel, "_launches",
+                        lambda self, *a: runs.append(self.info.name) or real(self, *a))
+
+    def set_mode(mode):
+        monkeypatch.setenv("PYGOMP_OPENCL_ONE_GROUP", mode)
+        return runs
+    return set_mode
+
+
+def loaded(dev, kernel, *args):
+    """The plugin's loaded kernel of ``kernel`` called with ``args``."""
+    from pygomp.runtime import mapping
+    spec = kernel.spec(args)
+    return dev.plugin._kernels[mapping.function_address(dev, spec.symbol.address)]
+
+
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_one_group_runs_the_same_kernel(dev, one_group, mode):
+    """Each way gives numpy's results; "1" runs no program of launches, "0" no other."""
+    runs = one_group(mode)
+    kernel = omp.target(waves)
+    a, b = np.linspace(0.0, 1.0, 37), np.zeros(37)
+    for t in (3, 0, 2):
+        wa, wb = want(t, a, b)
+        kernel.on(dev.number)(t, a, b)
+        np.testing.assert_allclose(a, wa, rtol=1e-12)
+        np.testing.assert_allclose(b, wb, rtol=1e-12)
+    k = loaded(dev, kernel, 2, a, b)
+    assert k.info.one_group == len(k.info.entries) - 1 and k.info.program
+    assert runs == ([] if mode == "1" else ["waves"] * 3)
+
+
+def test_one_group_is_chosen_by_timing_both(dev, one_group):
+    """auto: the first runs alternate, each timed; then the faster way without timing."""
+    from pygomp_plugins.opencl import choice
+    runs = one_group("auto")
+    kernel = omp.target(rounds)
+    a = np.linspace(0.0, 1.0, 31)
+    for call in range(2 * choice.TRIES + 3):
+        w = a.copy()
+        rounds(5, w)
+        kernel.on(dev.number)(5, a)
+        np.testing.assert_allclose(a, w, rtol=1e-12, err_msg=f"call {call}")
+    c = loaded(dev, kernel, 5, a).choice
+    assert [len(t) for t in c.times] == [choice.TRIES, choice.TRIES]
+    one = min(c.times[1]) < choice.MARGIN * min(c.times[0])
+    assert len(runs) == choice.TRIES + (0 if one else 3)
+
+
+def test_one_group_is_not_taken_when_gangs_are_asked_for(dev, one_group):
+    runs = one_group("1")
+    kernel = omp.target(num_gangs=3)(rounds)
+    a = np.linspace(0.0, 1.0, 31)
+    w = a.copy()
+    rounds(4, w)
+    kernel.on(dev.number)(4, a)
+    np.testing.assert_allclose(a, w, rtol=1e-12)
+    assert runs == ["rounds"]
+
+
+def test_one_group_setting_is_checked(dev, one_group):
+    from pygomp.runtime.plugin import PluginError
+    one_group("yes")
+    with pytest.raises(PluginError, match="PYGOMP_OPENCL_ONE_GROUP='yes': expected "
+                                           "auto, 0 or 1"):
+        omp.target(rounds).on(dev.number)(2, np.zeros(4))
+
+
+def test_kernels_that_need_their_gangs_have_no_variant():
+    """A gang loop alone, gang_id(), a barrier or a return keeps the launches only."""
+    def gangs(a):
+        for s in range(3):
+            for g in omp.gang(4):
+                for i in omp.worker(a.shape[0]):
+                    a[i] += 1.0
+
+    def ids(a):
+        for s in range(3):
+            for i in omp.parallel_range(a.shape[0]):
+                a[i] += omp.gang_id()
+
+    def returns(a):
+        for s in range(3):
+            for i in omp.parallel_range(a.shape[0]):
+                a[i] += 1.0
+        return a[0]
+
+    for f in (gangs, ids, returns):
+        src = omp.target(f).source(np.zeros(4), target="opencl")
+        assert "__e1(" in src and "__one(" not in src, f.__name__
+    src = omp.target(rounds).source(3, np.zeros(4), target="opencl")
+    assert "rounds__i64_f81__one(" in src

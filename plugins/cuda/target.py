@@ -96,9 +96,8 @@ class CudaDialect(WorkGroupDialect):
 
     # -- kernel entry --------------------------------------------------------------
     def kernel_head(self, em, fn):
-        plan = em.state.plan
         params = [f"unsigned long long w{i}" for i in range(len(arg_words(fn)))]
-        if plan.scratch_words or plan.gang_words:
+        if self.has_scratch(em.state):
             params.append("unsigned long long *pyg_gs")
         if fn.sizes:
             params.append("unsigned long long *__restrict__ pyg_priv")

@@ -67,7 +67,7 @@ class HostState:
 class HostDialect(Dialect):
     target = "host"
 
-    def new_state(self, fn):
+    def new_state(self, fn, like=None):
         return HostState()
 
     def preamble(self, fn):

@@ -37,12 +37,14 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import time
 
 from pygomp.runtime import hostmem
 from pygomp.runtime.plugin import (DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin,
                                    PluginError, program)
 
 from . import build as _build
+from . import choice as _choice
 from . import launch as _launch
 from .memory import AddressSpace
 
@@ -67,7 +69,7 @@ class _Kernel(Kernel):
     """A kernel's cl.Kernel objects (one per entry) on one device."""
     shares_arguments = True           # set on the cl.Kernel objects, kept between runs
 
-    def __init__(self, plugin, dev, d, program, info, address, single):
+    def __init__(self, plugin, dev, d, program, info, address, single, one_group):
         super().__init__(info, address)
         np = _numpy()
         self.plugin, self.dev, self.d, self.single = plugin, dev, d, single
@@ -79,6 +81,8 @@ class _Kernel(Kernel):
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
             for k in self.entries))
         self.last_words = self.last_plan = self.last_frees = None    # see run_async
+        self.choice = _choice.Choice(one_group) if info.one_group and one_group != "0" \
+            else None
         self.held = self.scratch = None  # what the entries are set to (see _set_args)
         dtypes, self.masks = [], []
         for c in info.args:
@@ -109,20 +113,25 @@ class _Kernel(Kernel):
         return self.props["default_gangs"]
 
     def _plan_impl(self, launch):
-        """The gangs, per entry its cl.Kernel, sizes and team-local tree memory, for a
-        program the C launcher's copy of them (None without a launcher), and for a
-        kernel of one launch that launch's enqueue arguments (else None)."""
+        """The gangs, per entry of the program its cl.Kernel, sizes and team-local tree
+        memory, for a program the C launcher's copy of them (None without a launcher),
+        for a kernel of one launch that launch's enqueue arguments (else None), and
+        the one-group entry's step where `choice` may take it (else None)."""
         gangs, sizes = self.geometry(launch)
-        tree = self.info.tree_bytes
-        steps = [(entry, (local[0], local[1] * n), local,
-                  cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
-                 for entry, (n, local) in zip(self.entries, sizes)]
-        prepared = single = None
+        steps = [self._step(entry, n, local) for entry, (n, local) in zip(self.entries, sizes)]
+        prepared = single = alone = None
         if self.info.program and self.info.has_scratch and _launch.launcher():
             prepared = _launch.Prepared(steps, self.info.program)
         if not self.info.program and len(steps) == 1:
             single = steps[0][:3]
-        return gangs, steps, prepared, single
+        if self.choice is not None and not launch[0]:     # not when gangs are asked for
+            alone = self._step(self.entries[self.info.one_group], 1, self.group(launch))
+        return gangs, steps, prepared, single, alone
+
+    def _step(self, entry, gangs, local):
+        tree = self.info.tree_bytes
+        return (entry, (local[0], local[1] * gangs), local,
+                cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
 
     def run(self, args, launch, wait_for):
         """`OpenCLPlugin.run_async` of this kernel."""
@@ -142,8 +151,24 @@ class _Kernel(Kernel):
         return waits
 
     def _program(self, plan, waits):
+        """Run the program's launches, or its one-group entry where `choice` says so
+        (waited for when the choice times it)."""
+        alone = plan[4]
+        if alone is None:
+            return self._launches(plan, waits)
+        one, timed = self.choice.next()
+        start = time.perf_counter() if timed else 0.0
+        event = cl.enqueue_nd_range_kernel(self.d.queue, *alone[:3], None, waits) if one \
+            else self._launches(plan, waits)
+        if timed:
+            if event is not DONE:
+                event.wait()
+            self.choice.ran(one, time.perf_counter() - start)
+        return event
+
+    def _launches(self, plan, waits):
         """Enqueue the entries as the kernel's program says (see `run_async`)."""
-        gangs, steps, prepared, _ = plan
+        gangs, steps, prepared = plan[:3]
         info, queue, scratch = self.info, self.d.queue, self.scratch
         if prepared is not None:
             event = _launch.run(queue, prepared, scratch, waits)
@@ -180,6 +205,8 @@ class _Kernel(Kernel):
         scalars, then the scratch buffers and the team-local tree (under ``lock``)."""
         info, plugin = self.info, self.plugin
         frees, steps = plugin._frees, plan[1]
+        if plan[4]:
+            steps = steps + [plan[4]]
         scratch = self.scratch = self.grow("scratch", info.scratch_size(plan[0])) \
             if info.has_scratch else None
         vals = []
@@ -339,6 +366,7 @@ class OpenCLPlugin(Plugin):
                               f"{image.name or '?'} needs {', '.join(sorted(missing))}, "
                               f"which the device does not have")
         local = self.devices()[dev].properties["local_memory"]
+        mode = _choice.mode() if self.devices()[dev].kind == "cpu" else "0"
         for k in image.kernels:
             if k.cooperative:
                 raise PluginError(f"kernel {k.name} needs all its gangs resident at once, "
@@ -354,7 +382,7 @@ class OpenCLPlugin(Plugin):
             with self._lock:
                 prg = d.programs.setdefault(key, prg)
         single = "PYGOMP_SINGLE_ITEM_GROUPS" in self.build_options(dev, image)
-        kernels = [_Kernel(self, dev, d, prg, info, self._space.reserve(1), single)
+        kernels = [_Kernel(self, dev, d, prg, info, self._space.reserve(1), single, mode)
                    for info in image.kernels]
         vars_ = []
         for _, size in image.variables:

@@ -98,6 +98,7 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     inline = "inline"           # bounds checking's functions
     blocked_sums = True         # CPUs: each work-item a contiguous block
     any_group_size = True
+    one_group = True
 
     level_id, level_count = ID, COUNT
     block_item = "(long)get_local_id(1) * get_local_size(0) + get_local_id(0)"
@@ -141,7 +142,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
         return super().entries(em, fn)
 
     def kernel_head(self, em, fn):
-        plan = em.state.plan
         params = []
         for name, t, role in arg_words(fn):
             if role in ("array", "ret"):
@@ -149,7 +149,7 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
                 params += [f"__global {elem} *{name}__base", f"ulong {name}__off"]
             else:
                 params.append(f"{self.type_name(t)} {name}")
-        if plan.scratch_words or plan.gang_words:
+        if self.has_scratch(em.state):
             params.append("__global ulong *pyg_scratch")
         if fn.sizes:                # each work-item's own part, in a buffer of its own
             params.append("__global ulong *restrict pyg_priv")

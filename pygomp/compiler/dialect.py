@@ -26,8 +26,9 @@ class Dialect:
     hoist_loads = False     # read loads no iteration changes once, before a loop (hoist.py)
     helper_prefix = "static "   # what opens a helper's definition
 
-    def new_state(self, fn: ir.Function):
-        """A fresh object for the dialect's bookkeeping while it emits ``fn``."""
+    def new_state(self, fn: ir.Function, like=None):
+        """A fresh object for the dialect's bookkeeping while it emits ``fn`` (``like``:
+        the state of the kernel whose variant ``fn`` is)."""
         return None
 
     # -- text pieces -------------------------------------------------------------
@@ -192,6 +193,15 @@ class Dialect:
         """How the plugin launches the kernel (called once the kernel is emitted): by
         default one entry, its argument words, all levels, its private scratch."""
         return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), private=private_terms(fn))
+
+    def variants(self, fn: ir.Function) -> list:
+        """Other ways to run the kernel, emitted after it into the same source, each a
+        function with the kernel's parameters (none by default)."""
+        return []
+
+    def joined(self, info: KernelInfo, other: KernelInfo) -> KernelInfo:
+        """The KernelInfo of a kernel and of a variant of it, together."""
+        raise NotImplementedError
 
     # -- bounds checking (see `pygomp.compiler.boundscheck`) -----------------------------
     inline = "static inline"    # how the unit's small functions are declared

@@ -97,6 +97,19 @@ class Emitter:
             self.out += [boundscheck.functions(self.d, fn.wraparound).rstrip("\n"), ""]
         for h in fn.helpers:
             self.helper(h)
+        variants = self.d.variants(fn)          # copies made before fn is emitted
+        info = self.kernel(fn)
+        main = self.state
+        for v in variants:
+            self.state = self.d.new_state(v, like=main)
+            info = self.d.joined(info, self.kernel(v))
+        if self.check:
+            self.out[head:head] = self.reader_defs
+        return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
+                    (info,), written(fn), tuple(self.sites))
+
+    def kernel(self, fn: ir.Function):
+        """The entries of a kernel (or of a variant of it); its KernelInfo."""
         for self.entry, body in self.d.entries(self, fn):
             self.cur = fn
             self.last = None
@@ -110,10 +123,7 @@ class Emitter:
                 self.decls(fn.decls)
                 self.d.kernel_body(self, fn, body)
             self.d.kernel_close(self, fn)
-        if self.check:
-            self.out[head:head] = self.reader_defs
-        return Unit("\n".join(self.out) + "\n", fn.name, arg_words(fn), fn.ret, fn, self.d,
-                    (self.d.kernel_info(self, fn),), written(fn), tuple(self.sites))
+        return self.d.kernel_info(self, fn)
 
     def helper(self, h: ir.Function) -> None:
         self.cur, self.last = h, None

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..runtime.plugin import KernelInfo
-from . import atomics, ir, steps
+from . import atomics, ir, onegroup, steps
 from . import types as T
 from .argwords import private_terms, word_kinds
 from .dialect import Dialect
@@ -65,6 +65,7 @@ class GroupState:
     mine: dict = field(default_factory=dict)        # private array -> its first word
     stride: str = "0"               # private scratch words per work-item
     varying: object = None          # names that differ within a group (a dialect's own)
+    like: object = None             # a variant's: the kernel's state (argument layout)
 
 
 class WorkGroupDialect(Dialect):
@@ -72,6 +73,7 @@ class WorkGroupDialect(Dialect):
     partials_together = False
     blocked_sums = False
     any_group_size = False
+    one_group = False           # a looping kernel also gets its one-work-group variant
 
     # -- spelling (every dialect sets these) -----------------------------------------
     level_id = level_count = {}     # per level: a participant's id, their number
@@ -119,8 +121,25 @@ class WorkGroupDialect(Dialect):
         em.line("}")
 
     # -- the entries --------------------------------------------------------------------
-    def new_state(self, fn):
-        return GroupState()
+    def new_state(self, fn, like=None):
+        return GroupState(like=like)
+
+    def variants(self, fn):
+        """A looping kernel's one-work-group variant (`onegroup`), where the dialect
+        has it."""
+        v = self.one_group and onegroup.variant(fn, steps.plan(fn).program)
+        return [v] if v else []
+
+    def joined(self, info, other):
+        """The variant's entry after the kernel's: ``one_group`` its index."""
+        return info.replace(entries=info.entries + other.entries,
+                            levels=info.levels + other.levels,
+                            one_group=len(info.entries))
+
+    def has_scratch(self, st) -> bool:
+        """Whether the entries take the global scratch (a variant as its kernel does)."""
+        plan = (st.like or st).plan
+        return bool(plan.scratch_words or plan.gang_words)
 
     def helper_open(self, em, fn, params):
         em.state.part = frozenset(LEVELS)    # its own arrays: each work-item's
@@ -135,6 +154,9 @@ class WorkGroupDialect(Dialect):
         st.names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                     for k in range(len(plan.entries))]
         st.tree = self.tree_slots(fn, plan)
+        if st.like is not None:                 # the kernel's arguments, the same tree
+            assert st.tree <= st.like.tree, (st.tree, st.like.tree)
+            st.tree = st.like.tree
         st.copies = array_copies(fn)
         return list(zip(st.names, (e.body for e in plan.entries)))
 

@@ -107,6 +107,8 @@ class KernelInfo(Frozen):
     - ``cooperative``: all gangs must be resident at once (a grid-wide sync inside).
     - ``any_group_size``: the kernel reads its geometry back and works with any
       work-group size, so the plugin may choose it (one work-item per group on CPUs).
+    - ``one_group``: the index of an entry that does the whole run in one work-group,
+      in place of a looping ``program`` (0: none); the plugin may launch it instead.
 
     The argument layout, the same for every entry of a kernel:
 
@@ -131,10 +133,11 @@ class KernelInfo(Frozen):
     """
     __slots__ = _fields = ("name", "entries", "args", "levels", "scratch_bytes",
                            "gang_bytes", "tree_bytes", "private", "program", "team_bytes",
-                           "requires", "cooperative", "any_group_size")
+                           "requires", "cooperative", "any_group_size", "one_group")
     _defaults = {"entries": (), "args": (), "levels": (), "scratch_bytes": 0, "gang_bytes": 0,
                  "tree_bytes": 0, "private": (), "program": (), "team_bytes": 0,
-                 "requires": (), "cooperative": False, "any_group_size": False}
+                 "requires": (), "cooperative": False, "any_group_size": False,
+                 "one_group": 0}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -296,8 +299,8 @@ class Kernel:
         runs on one work-item; a level it does not partition gets the launch's size, or
         1; levels left 0 get the plugin's defaults (`_group_impl`, `_gangs_impl` of
         the first entry that partitions gangs); a group larger than ``max_group`` is
-        halved, workers first."""
-        levels = self.info.levels
+        halved, workers first.  The entries of the program only (not ``one_group``)."""
+        levels = self.info.levels[:self.info.one_group or None]
         groups = [self.group(launch, lv) for lv in levels]
         gangs = launch[0] or next((self._gangs_impl(i, groups[i])
                                    for i, lv in enumerate(levels) if "g" in lv), 1)
