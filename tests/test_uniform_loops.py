@@ -66,6 +66,19 @@ def rotate_until(a, b, m: int):
                 a[i, j] = b[i, j]
 
 
+@omp.target(num_gangs=3, num_workers=4)
+def nested_rounds(a, b, m: int):
+    """As rotate_rows, its rounds in two nested loops: the inner one is uniform too."""
+    c = a.shape[1]
+    for i in omp.gang(a.shape[0]):
+        for s in range(2):
+            for t in range(s, m):
+                for j in omp.worker(c):
+                    b[i, j] = a[i, (j + 1) % c] + t * s
+                for j in omp.worker(c):
+                    a[i, j] = b[i, j]
+
+
 def cases():
     rng = np.random.default_rng(5)
     a = rng.random((7, 13))
@@ -73,7 +86,8 @@ def cases():
     return [(rotate_rows, (a, np.zeros_like(a), 4)),
             (rounds_per_row, (a, np.zeros_like(a), 2)),
             (rounds_from_memory, (a, np.zeros_like(a), k)),
-            (rotate_until, (a, np.zeros_like(a), 4))]
+            (rotate_until, (a, np.zeros_like(a), 4)),
+            (nested_rounds, (a, np.zeros_like(a), 3))]
 
 
 def check(dev):
@@ -90,9 +104,11 @@ def test_only_a_loop_whose_trips_may_differ_takes_the_group_maximum():
     group_max = "long pyg_most"
     for kernel, args in cases():
         src = kernel.source(*args, target="opencl")
-        uniform = kernel in (rotate_rows, rounds_per_row)
+        uniform = kernel in (rotate_rows, rounds_per_row, nested_rounds)
         assert (f"const {group_max}" in src) == uniform, kernel.__name__
         assert group_max in src
+        if kernel is nested_rounds:         # both loops
+            assert src.count(f"const {group_max}") == 2 and src.count(group_max) == 2
 
 
 def test_uniform_loops_in_single_item_groups():

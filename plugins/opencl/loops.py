@@ -180,7 +180,8 @@ class LoopLowering:
         """A sequential ``for`` around barriers: its trip count may differ between the
         work-items, so it runs the group's largest, the variable and body guarded.
         Where every work-item runs it with bounds of the same values (`varying`), its
-        own trip count is the group's: no group-wide maximum (two barriers)."""
+        own trip count is the group's: no group-wide maximum (two barriers), and its body
+        runs unguarded, so the loops in it may be uniform too."""
         u = em.uid()
         start, stop, step = (f"pyg_f{u}_{x}" for x in ("start", "stop", "step"))
         for name, e in ((start, s.start), (stop, s.stop), (step, s.step)):
@@ -192,7 +193,8 @@ class LoopLowering:
         st = em.state
         if st.varying is None:
             st.varying = varying([e.body for e in st.plan.entries])
-        if act == "1" and not any(_varies(e, st.varying) for e in (s.start, s.stop, s.step)):
+        same = act == "1" and not any(_varies(e, st.varying) for e in (s.start, s.stop, s.step))
+        if same:
             em.line(f"const long pyg_most{u} = {mine};")
         else:
             em.line(f"long pyg_most{u};")
@@ -203,8 +205,9 @@ class LoopLowering:
             em.line(f"{b} {brk} = 0;")
         em.line(f"for (long {t} = 0; {t} < pyg_most{u}; ++{t}) {{")
         with em.indent():
-            on = f"pyg_on{u}"
-            em.line(f"const int {on} = {t} < {mine}{f' && !{brk}' if brk else ''};")
+            on = "1" if same and not brk else f"pyg_on{u}"    # every work-item runs it all
+            if on != "1":
+                em.line(f"const int {on} = {t} < {mine}{f' && !{brk}' if brk else ''};")
             if cnt:
                 em.line(f"{b} {cnt} = 0;")
             em.line(f"if ({on}) {s.var} = {start} + {t} * {step};")
