@@ -210,7 +210,8 @@ def test_one_group_setting_is_checked(dev, one_group):
 
 
 def test_kernels_that_need_their_gangs_have_no_variant():
-    """A gang loop alone, gang_id(), a barrier or a return keeps the launches only."""
+    """A gang loop alone, gang_id() or a return before the end keeps the launches
+    only."""
     def gangs(a):
         for s in range(3):
             for g in omp.gang(4):
@@ -224,6 +225,8 @@ def test_kernels_that_need_their_gangs_have_no_variant():
 
     def returns(a):
         for s in range(3):
+            if a[0] > 1.0:
+                return a[1]
             for i in omp.parallel_range(a.shape[0]):
                 a[i] += 1.0
         return a[0]
@@ -233,3 +236,34 @@ def test_kernels_that_need_their_gangs_have_no_variant():
         assert "__e1(" in src and "__one(" not in src, f.__name__
     src = omp.target(rounds).source(3, np.zeros(4), target="opencl")
     assert "rounds__i64_f81__one(" in src
+
+
+def relax(u, tol: float):
+    """Sweeps until they change nothing by tol, then the sum: a while of launches with
+    a max reduction, a sum reduction after it, and its result returned."""
+    n = u.shape[0]
+    err = 1.0
+    while err > tol:
+        err = 0.0
+        for i in omp.parallel_range(1, n - 1, reduction="max:err"):
+            v = 0.5 * (u[i - 1] + u[i + 1])
+            err = max(err, abs(v - u[i]))
+            u[i] = v
+    s = 0.0
+    for i in omp.parallel_range(n, reduction="+:s"):
+        s += u[i]
+    return s
+
+
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_one_group_keeps_reductions_and_the_result(dev, one_group, mode):
+    runs = one_group(mode)
+    kernel = omp.target(relax)
+    u = np.zeros(33)
+    u[-1] = 1.0
+    w = u.copy()
+    want = relax(w, 1e-3)
+    got = kernel.on(dev.number)(u, 1e-3)
+    np.testing.assert_allclose(u, w, rtol=1e-12)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert runs == ([] if mode == "1" else ["relax"])

@@ -10,8 +10,8 @@ nested in a gang, so the whole run is one launch of one work-group.  The plugin 
 which one runs (see ``KernelInfo.one_group``).
 
 A kernel has no variant where the one-group body could mean something else: it reads
-``gang_id()`` or ``num_gangs()``, holds a barrier, team-shared memory, a ``return``, a
-gang loop alone (``omp.gang``, whose body may hold worker loops) or an array reduction.
+``gang_id()`` or ``num_gangs()``, holds a barrier, team-shared memory, a ``return``
+before its last statement, a gang loop alone (``omp.gang``, whose body may hold worker loops) or an array reduction.
 """
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def variant(fn: ir.Function, program: tuple) -> ir.Function | None:
     """A copy of ``fn`` (its helpers shared) that runs as one work-group, named
     ``fn.name + SUFFIX``; None where ``program`` (the kernel's launches) does not loop
     or the body does not allow it."""
-    if all(isinstance(op, int) for op in program) or not _allowed(fn.body):
+    last = fn.body[-1:] if fn.body and isinstance(fn.body[-1], ir.Return) else []
+    if all(isinstance(op, int) for op in program) or \
+            not _allowed(fn.body[:len(fn.body) - len(last)]) or not _allowed(
+                [last[0].value] if last and last[0].value is not None else []):
         return None
     memo = {id(h): h for h in fn.helpers}
     body = copy.deepcopy(fn.body, memo)
