@@ -11,7 +11,8 @@ which one runs (see ``KernelInfo.one_group``).
 
 A kernel has no variant where the one-group body could mean something else: it reads
 ``gang_id()`` or ``num_gangs()``, holds a barrier, team-shared memory, a ``return``
-before its last statement, a gang loop alone (``omp.gang``, whose body may hold worker loops) or an array reduction.
+before its last statement, a gang loop alone (``omp.gang``, whose body may hold worker
+loops) or an array reduction.
 """
 from __future__ import annotations
 
@@ -28,10 +29,9 @@ def variant(fn: ir.Function, program: tuple) -> ir.Function | None:
     """A copy of ``fn`` (its helpers shared) that runs as one work-group, named
     ``fn.name + SUFFIX``; None where ``program`` (the kernel's launches) does not loop
     or the body does not allow it."""
-    last = fn.body[-1:] if fn.body and isinstance(fn.body[-1], ir.Return) else []
-    if all(isinstance(op, int) for op in program) or \
-            not _allowed(fn.body[:len(fn.body) - len(last)]) or not _allowed(
-                [last[0].value] if last and last[0].value is not None else []):
+    ends = bool(fn.body) and isinstance(fn.body[-1], ir.Return)
+    rest, value = (fn.body[:-1], fn.body[-1].value) if ends else (fn.body, None)
+    if all(isinstance(op, int) for op in program) or not _allowed([rest, value]):
         return None
     memo = {id(h): h for h in fn.helpers}
     body = copy.deepcopy(fn.body, memo)
