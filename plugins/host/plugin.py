@@ -191,8 +191,9 @@ class HostPlugin(Plugin):
     _dev2host_impl = _dev2dev_impl = _host2dev_impl   # one address space: all are memcpy
 
 
-def compile_c(source: str, name: str = "kernel") -> bytes:
-    """gcc SOURCE -> shared object bytes; a failure raises CompileError with gcc's text."""
+def compile_c(source: str, name: str = "kernel", flags=()) -> bytes:
+    """gcc SOURCE -> shared object bytes (``flags`` added to `CFLAGS`); a failure raises
+    CompileError with gcc's text."""
     import subprocess               # here: loading cached kernels never needs them
     import tempfile
     gcc = os.environ.get("CC") or "gcc"
@@ -201,8 +202,8 @@ def compile_c(source: str, name: str = "kernel") -> bytes:
         with open(src, "w") as f:
             f.write(source)
         try:
-            p = subprocess.run([gcc, *CFLAGS, src, "-o", so, "-lm"], capture_output=True,
-                               text=True)
+            p = subprocess.run([gcc, *CFLAGS, *flags, src, "-o", so, "-lm"],
+                               capture_output=True, text=True)
         except OSError as e:
             raise CompileError(f"cannot run the C compiler {gcc!r}: {e}") from None
         if p.returncode != 0 or not os.path.exists(so):

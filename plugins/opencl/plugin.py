@@ -28,9 +28,10 @@ Levels left 0 get device defaults and a local size above the kernel's limit is s
 (`Kernel.geometry`), so kernels read the geometry back with
 ``get_local_size``/``get_num_groups`` and guard their tails.  The in-order queue runs
 each launch of a kernel to its end before the next; a kernel whose program loops is
-enqueued by the C launcher (`launch`) in one call.  The entries keep their arguments
-between runs: they are set again when the words, the launch or the buffers (a free
-since) change.
+enqueued by the C launcher (`launch`) in one call, or on a CPU replaced by its one
+work-group entry (`choice`).  The entries keep their arguments between runs: they are
+set again when the words, the launch or the buffers (a free since) change; a single
+launch with the arguments set is enqueued from C (`fast`).
 """
 from __future__ import annotations
 
@@ -38,13 +39,15 @@ import ctypes
 import hashlib
 import os
 import time
+import types
 
-from pygomp.runtime import hostmem
+from pygomp.runtime import hostmem, trace
 from pygomp.runtime.plugin import (DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin,
                                    PluginError, program)
 
 from . import build as _build
 from . import choice as _choice
+from . import fast as _fast
 from . import launch as _launch
 from .memory import AddressSpace
 
@@ -200,10 +203,18 @@ class _Kernel(Kernel):
             cl.enqueue_copy(d.queue, buf, old, byte_count=have)
         return buf
 
+    def record(self, launch, single):
+        """What `fast.Runner` needs to launch ``single`` again with the words now set."""
+        kernel, gsize, local = single
+        queue = self.d.queue
+        return (self.dev, self.last_words, launch, queue.int_ptr, kernel.int_ptr, *gsize,
+                *local, (kernel, queue))
+
     def _set_args(self, args, plan):
         """Each entry's arguments for these words: buffers and offsets for addresses,
         scalars, then the scratch buffers and the team-local tree (under ``lock``)."""
         info, plugin = self.info, self.plugin
+        plugin._records.pop(self.address, None)     # not true while they change
         frees, steps = plugin._frees, plan[1]
         if plan[4]:
             steps = steps + [plan[4]]
@@ -274,6 +285,8 @@ class OpenCLPlugin(Plugin):
         self._cldevs = []                # cl.Device, by plugin-local number
         self._space = AddressSpace()
         self._frees = 0                  # buffers freed so far
+        self._records = {}               # kernel address -> its `_Kernel.record` (fast.py)
+        self._runner = None              # `fast_runner()`
 
     # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
@@ -396,6 +409,7 @@ class OpenCLPlugin(Plugin):
     def _unload_image_impl(self, dev, image):
         d = self._device(dev)
         entry = d.images.pop(id(image), None)
+        self._records.clear()
         if entry:
             d.queue.finish()
             for v in entry[1]:
@@ -425,6 +439,7 @@ class OpenCLPlugin(Plugin):
         if buf.hostbuf is not None:     # its memory goes with it: let queued work end
             self._device(dev).queue.finish()
         self._frees += 1            # kernels set to that buffer set their arguments anew
+        self._records.clear()
         if getattr(buf, "_pygomp_dev", None) != dev:
             raise PluginError(f"{self.label(dev)}: free: {addr:#x} belongs to "
                               f"{self.label(getattr(buf, '_pygomp_dev', '?'))}")
@@ -484,12 +499,28 @@ class OpenCLPlugin(Plugin):
                 waits = k._waits(wait_for) if wait_for else None
                 single = plan[3]
                 if single is not None:
+                    if fn not in self._records and type(launch) is tuple and \
+                            (self._runner or self._runner is None and self.fast_runner()):
+                        self._records[fn] = k.record(launch, single)
                     return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
                 return k._program(plan, waits)
         except PluginError:
             raise
         except Exception as e:
             raise self._run_error(dev, fn, k.info, args, launch, e) from e
+
+    def fast_runner(self):
+        """The `fast.Runner` of this plugin, made on the first launch (False where there is
+        none); from then on it is also the plugin's ``run_async`` (unless traced)."""
+        if self._runner is None:
+            with self._lock:
+                if self._runner is None:
+                    r = _fast.runner(self._records,
+                                     types.MethodType(OpenCLPlugin.run_async, self))
+                    if r and not trace.on:      # trace wraps the class's method
+                        self.run_async = r
+                    self._runner = r or False
+        return self._runner
 
     def _run_impl(self, dev, fn, info, args, launch, wait_for):
         return OpenCLPlugin.run_async(self, dev, fn, args, launch, wait_for)
@@ -503,13 +534,13 @@ class OpenCLPlugin(Plugin):
         launch = tuple(launch)
 
         def start(args):
-            event = run_async(self, dev, fn, args, launch)
+            event = run_async(dev, fn, args, launch)
             if event is not DONE:
                 try:
                     event.wait()
                 except Exception as e:
                     raise self._run_error(dev, fn, k.info, args, launch, e) from e
-        run_async = OpenCLPlugin.run_async      # the class's (trace wraps the instance's)
+        run_async = self.fast_runner() or types.MethodType(OpenCLPlugin.run_async, self)
         return tuple, start
 
     def _synchronize_impl(self, dev):
