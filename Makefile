@@ -9,9 +9,10 @@ STAMP := $(VENV)/.installed
 # Debian packages, where apt-get can install them (root): PoCL (pocl-opencl-icd), since
 # the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14 does not know, and
 # gcc's nvptx offload compiler (gcc-12-offload-nvptx), for the tests of C programs built
-# for NVIDIA GPUs. Each OpenCL device proves it works before it is numbered; `python -m
-# pygomp info` lists any that does not, with the reason.
-DEBIAN := pocl-opencl-icd gcc-12-offload-nvptx
+# for NVIDIA GPUs, and Python's headers (python3-dev), with which the OpenCL plugin builds
+# its launches from C. Each OpenCL device proves it works before it is numbered; `python
+# -m pygomp info` lists any that does not, with the reason.
+DEBIAN := pocl-opencl-icd gcc-12-offload-nvptx python3-dev
 
 $(STAMP): pyproject.toml
 	@missing=$$(for p in $(DEBIAN); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
