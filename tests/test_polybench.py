@@ -9,6 +9,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from bench.polybench import BENCHES  # noqa: E402
 from bench.polybench.harness import Variant, find_device, fresh, mismatch  # noqa: E402
+from pygomp.runtime import devices, mapping  # noqa: E402
 
 NAMES = [b.name for b in BENCHES]
 BY_NAME = {b.name: b for b in BENCHES}
@@ -45,3 +46,28 @@ def test_kernel_against_c(device, name):
     assert mismatch(got, want, f"device {device}") is None
     assert all(g.dtype == w.dtype and g.shape == w.shape for g, w in
                zip(got.values(), want.values()))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_work_group_against_c(monkeypatch, name):
+    """The kernels whose program loops, as one work-group on PoCL (a fresh kernel, so
+    that it loads under PYGOMP_OPENCL_ONE_GROUP=1)."""
+    import dataclasses
+
+    import pygomp as omp
+    dev = next((d for d in devices.all_devices()
+                if d.plugin.name == "opencl" and d.info.kind == "cpu"), None)
+    if dev is None:
+        pytest.skip("no OpenCL CPU device")
+    b = BY_NAME[name]
+    data = b.data("tiny")
+    kernel = omp.target(b.kernel.py_func)
+    if "__one(" not in kernel.source(*b.args(data), target="opencl"):
+        pytest.skip("no one-group variant: its program does not loop")
+    monkeypatch.setenv("PYGOMP_OPENCL_ONE_GROUP", "1")
+    want = Variant(b, data).result()
+    with Variant(dataclasses.replace(b, kernel=kernel), data, dev) as v:
+        got = v.result()
+        fn = mapping.function_address(dev, kernel.spec(tuple(b.args(v.data))).symbol.address)
+    assert dev.plugin._kernels[fn].choice.mode == "1"
+    assert mismatch(got, want, "one work-group") is None
