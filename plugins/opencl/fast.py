@@ -63,19 +63,18 @@ static PyObject *fast(Runner *self, PyObject *rec, PyObject *const *args, Py_ssi
     if (!same(args[2], PyTuple_GET_ITEM(rec, 1)) || !same(args[0], PyTuple_GET_ITEM(rec, 0))
             || !same(n > 3 ? args[3] : self->launch, PyTuple_GET_ITEM(rec, 2)))
         return NULL;
-    size_t g[2], l[2];
     void *queue = PyLong_AsVoidPtr(PyTuple_GET_ITEM(rec, 3));
-    void *kernel = PyLong_AsVoidPtr(PyTuple_GET_ITEM(rec, 4));
-    for (int i = 0; i < 2; i++) {
-        g[i] = PyLong_AsSize_t(PyTuple_GET_ITEM(rec, 5 + i));
-        l[i] = PyLong_AsSize_t(PyTuple_GET_ITEM(rec, 7 + i));
-    }
-    if (PyErr_Occurred()) {
+    void *kernel = queue ? PyLong_AsVoidPtr(PyTuple_GET_ITEM(rec, 4)) : NULL;
+    size_t sizes[4];                        /* global size[2], local size[2] */
+    for (int i = 0; i < 4 && kernel; i++)
+        if ((sizes[i] = PyLong_AsSize_t(PyTuple_GET_ITEM(rec, 5 + i))) == (size_t)-1)
+            kernel = NULL;
+    if (kernel == NULL) {                   /* not a record of ours */
         PyErr_Clear();
         return NULL;
     }
     void *ev = NULL;
-    if (self->enqueue(queue, kernel, 2, NULL, g, l, 0, NULL, &ev) != 0 || ev == NULL)
+    if (self->enqueue(queue, kernel, 2, NULL, sizes, sizes + 2, 0, NULL, &ev) != 0 || !ev)
         return NULL;
     PyObject *ptr = PyLong_FromVoidPtr(ev);
     if (ptr == NULL)
