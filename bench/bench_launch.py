@@ -8,7 +8,8 @@ same cl.Kernel objects with the same arguments set, side by side in one run.
   adding 1 to one element of each array: the whole call ``k(*arrays)``, against
   ``cl.enqueue_nd_range_kernel(...).wait()`` of its entry (arguments set once);
 - launch: the prepared kernel's launch alone, ``plugin.run_async`` of its words (the
-  queue finished every 50 launches), against ``cl.enqueue_nd_range_kernel`` alone;
+  queue finished every 50 launches; from C where plugins/opencl/fast.py could be
+  built), against ``cl.enqueue_nd_range_kernel`` alone;
 - program: a kernel whose sequential loop around a parallel loop becomes a loop of
   launches (--steps + 1 a call: a round's entry, made twice so that the carried
   scalars' areas alternate, and the first), against a Python loop enqueuing the same
