@@ -115,19 +115,23 @@ def _file_text(path):
     return "".join(lines).encode() if lines else None
 
 
-@functools.lru_cache(maxsize=None)
 def _compiler_files(plugin_module):
     """Path, size and mtime of every file of the compiler and of the plugin's package."""
     dirs = [os.path.join(os.path.dirname(__file__), "compiler")]
     mod = sys.modules.get(plugin_module)
     if getattr(mod, "__file__", None):
         dirs.append(os.path.dirname(mod.__file__))
+    return "|".join(map(_py_files, dirs))
+
+
+@functools.lru_cache(maxsize=None)
+def _py_files(d):
+    """Path, size and mtime of the .py files of directory ``d`` (listed once a process)."""
     out = []
-    for d in dirs:
-        for f in sorted(os.listdir(d)):
-            if f.endswith(".py"):
-                st = os.stat(os.path.join(d, f))
-                out.append(f"{d}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".py"):
+            st = os.stat(os.path.join(d, f))
+            out.append(f"{d}/{f}:{st.st_size}:{st.st_mtime_ns}")
     return "|".join(out)
 
 

@@ -108,12 +108,15 @@ FIRST_CALL = textwrap.dedent("""
 # what a cached kernel's first call needs none of: the compiler's front end and
 # emitter, the decorator's check (its source passed it before), the task pool (and
 # logging), the C compiler's runner and temporary files, dataclasses (records are
-# Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
+# Frozen), OpenSSL's hashes (the cache uses BLAKE2b), threading (the locks are
+# _thread's), bisect.py (_bisect's), OpenACC profiling and PYGOMP_PROFILE's trace (off),
+# libpygomp.so's contract (not loaded)
 COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.dialect",
                 "pygomp.compiler.argwords", "pygomp.compiler.ir",
                 "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures",
                 "logging", "subprocess", "tempfile", "shutil", "json", "dataclasses",
-                "_hashlib", "hashlib", "hmac")
+                "_hashlib", "hashlib", "hmac", "threading", "bisect",
+                "pygomp.runtime.accprof", "pygomp.runtime.trace", "pygomp_csrc.contract")
 
 
 def _twice(tmp_path, name, script):
