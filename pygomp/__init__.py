@@ -38,19 +38,24 @@ _LAZY = {**dict.fromkeys(_KERNEL_NAMES, "pygomp.kernels"),
          **dict.fromkeys(_CONSTRUCT_NAMES, "pygomp.constructs")}
 
 
+_MODULES = ("api", "constructs")    # pygomp.api and pygomp.constructs, as before
+
+
 def __getattr__(name):
+    import importlib
+    if name in _MODULES:
+        return importlib.import_module(f"pygomp.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pygomp' has no attribute {name!r}")
-    import importlib
     return getattr(importlib.import_module(module), name)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_MODULES))
 
 
-__all__ = [n for n in globals() if not n.startswith("_")] + list(_LAZY)
+__all__ = [n for n in globals() if not n.startswith("_")] + list(_LAZY) + list(_MODULES)
 
 
 from .runtime import env as _env  # noqa: E402
