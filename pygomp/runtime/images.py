@@ -71,7 +71,7 @@ class HostSymbol:
     __slots__ = ("_cell", "address", "name")
 
     def __init__(self, name: str):
-        self._cell = ctypes.create_string_buffer(1)
+        self._cell = ctypes.c_char()     # not a char array: no array type to make
         self.address = ctypes.addressof(self._cell)
         self.name = name
 
