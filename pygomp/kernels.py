@@ -47,12 +47,11 @@ from __future__ import annotations
 import inspect
 import struct
 import sys
-import threading
+import _thread          # threading's own locks: importing threading takes 0.5 ms
 
 import numpy as np
 
 from . import kernel_cache
-from .constructs import ARRAYS, as_array
 from .errors import CompileError
 from .runtime import devices, env, images, kinds, mapping
 from .repeats import MISS, Repeat
@@ -139,6 +138,7 @@ def _arrays(args):
     out = []
     for a in args:
         if not isinstance(a, (np.ndarray, int, float, complex, np.generic)):
+            from .constructs import as_array
             view = as_array(a)
             a = a if view is None else view
         out.append(a)
@@ -202,7 +202,7 @@ class Spec:
         self.symbol = images.HostSymbol(self.name)
         self.units = {}           # target kind -> unit (an emit.Unit or kernel_cache.Unit)
         self.tables = {}          # device identity -> registered OffloadImage
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.steps = []
         for t, pname in zip(self.argtypes, kernel.param_names):
             if isinstance(t, T.Array):
@@ -330,6 +330,7 @@ class Spec:
                                                                for n in a.shape]
                 continue
             if not isinstance(a, np.ndarray):
+                from .constructs import ARRAYS
                 raise TypeError(f"{pname} must be an array ({ARRAYS}), not "
                                 f"{type(a).__name__}")
             if not a.flags.c_contiguous:
@@ -445,8 +446,8 @@ class Kernel:
         self.depend = depend
         self._specs = {}
         self._last = None           # the specialization of the previous call
-        self._hit = None            # (device number, `Repeat.attempt`) of a plain call
-        self._lock = threading.Lock()
+        self._hit = None            # (device number, `Repeat`) of a plain call
+        self._lock = _thread.allocate_lock()
         self._bound = {}
         self._boundscheck = None if boundscheck is None else bool(boundscheck)
         self._wraparound = bool(wraparound)
@@ -543,7 +544,7 @@ class Kernel:
         hit = self._hit
         if hit is not None and not kwargs and not (self.nowait or self.depend) and hit[0] == (
                 devices.get_default() if self.device is None else self.device):
-            out = hit[1](args)
+            out = hit[1].attempt(args)
             if out is not MISS:
                 return out
         nowait, depend = kwargs.pop("nowait", None), kwargs.pop("depend", None)
@@ -612,7 +613,7 @@ class Kernel:
                for pos in r.arrays):
             s.repeats[dev] = r
             if number is not None:      # a plain call with that number tries r first
-                self._hit = (number, r.attempt)
+                self._hit = (number, r)
         return r.run([items[i].addr for i in r.call.slots])
 
     def _start(self, dev, s, items, wait_for):

@@ -21,8 +21,9 @@ class Repeat:
     that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
     result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
     writeable, of the same shapes) and scalars of the same types while the call's
-    look-up is fresh, and returns its result; else it returns `MISS` and runs nothing."""
-    __slots__ = ("arrays", "call", "result", "attempt")
+    look-up is fresh, and returns its result; else it returns `MISS` and runs nothing.
+    Its code is made at the first attempt: a call that never repeats does without it."""
+    __slots__ = ("arrays", "call", "result", "attempt", "_layout", "_cells")
 
     def __init__(self, spec, dev, args, items, launch):
         dtype = spec.ret_dtype
@@ -46,8 +47,14 @@ class Repeat:
         items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
         self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
                                self.result.size if self.result else 0)
-        self.attempt = _attempts(tuple(layout), self.result is not None)(
-            self.call.fresh, self.call.run, self.finish, *cells)
+        self._layout, self._cells = tuple(layout), cells
+        self.attempt = self._first
+
+    def _first(self, args):
+        """The first `attempt`: makes the code that the next ones run, and runs it."""
+        self.attempt = _attempts(self._layout, self.result is not None)(
+            self.call.fresh, self.call.run, self.finish, *self._cells)
+        return self.attempt(args)
 
     def run(self, values):
         """Run with these scalar words; the kernel's result, or None."""

@@ -108,12 +108,16 @@ FIRST_CALL = textwrap.dedent("""
 # what a cached kernel's first call needs none of: the compiler's front end and
 # emitter, the decorator's check (its source passed it before), the task pool (and
 # logging), the C compiler's runner and temporary files, dataclasses (records are
-# Frozen), OpenSSL's hashes (the cache uses BLAKE2b)
+# Frozen), OpenSSL's hashes (the cache uses BLAKE2b), threading (the locks are
+# _thread's), bisect.py (_bisect's), OpenACC profiling and PYGOMP_PROFILE's trace (off),
+# libpygomp.so's contract (not loaded), the omp_* routines and the data constructs
 COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.compiler.dialect",
                 "pygomp.compiler.argwords", "pygomp.compiler.ir",
                 "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures",
                 "logging", "subprocess", "tempfile", "shutil", "json", "dataclasses",
-                "_hashlib", "hashlib", "hmac")
+                "_hashlib", "hashlib", "hmac", "threading", "bisect",
+                "pygomp.runtime.accprof", "pygomp.runtime.trace", "pygomp_csrc.contract",
+                "pygomp.api", "pygomp.constructs")
 
 
 def _twice(tmp_path, name, script):
@@ -161,3 +165,14 @@ def test_the_decorator_checks_again_what_did_not_pass(tmp_path):
             "ok defined", "bad break directly in a parallel loop is not allowed: it has no "
                           "order to stop"]
     assert len([n for n in os.listdir(tmp_path / "cache") if n.endswith(".checked.bin")]) == 1
+
+
+def test_the_names_pygomp_imports_on_use_are_those_of_their_modules():
+    import pygomp
+    import pygomp.api
+    import pygomp.constructs
+    assert set(pygomp._API_NAMES) == set(pygomp.api.__all__)
+    for name in pygomp._CONSTRUCT_NAMES:
+        assert getattr(pygomp, name) is getattr(pygomp.constructs, name)
+    assert pygomp.omp_get_num_devices is pygomp.api.omp_get_num_devices
+    assert set(pygomp._LAZY) <= set(pygomp.__all__) and set(pygomp._LAZY) <= set(dir(pygomp))

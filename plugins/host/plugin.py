@@ -7,7 +7,6 @@ Runs of a kernel without scratch go side by side, each with its own array of wor
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import operator
 import os
@@ -261,7 +260,7 @@ def _which(cmd):
 
 def _max_threads():
     if "threads" not in _ids:
-        _ids["threads"] = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+        _ids["threads"] = _ffi.cast("int (*)(void)", _symbol(_libgomp, "omp_get_max_threads"))()
     return _ids["threads"]
 
 

@@ -86,8 +86,9 @@ def _checked(path, trusted=False):
 
 
 def _makedir(path):
-    with contextlib.suppress(OSError):
-        os.makedirs(path, mode=0o700, exist_ok=True)
+    if not os.path.isdir(path):         # as a rule it is: no failed mkdir to catch
+        with contextlib.suppress(OSError):
+            os.makedirs(path, mode=0o700, exist_ok=True)
 
 
 def directories():

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import threading
+import sys
+import _thread          # threading's own locks: importing threading takes 0.5 ms
 
-from pygomp_csrc.contract import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO
-
-from . import accprof, devices, env, kinds, mapping, trace
-from .entries import WORD, Item, birth, death, down, flight_of, owner, ref
+from . import devices, env, kinds, mapping
+from .entries import WORD, Item, birth, death, down, flight_of, owner, profiled, ref
 from .intervals import hits
 
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
@@ -206,10 +205,10 @@ class Call:
         if self.version == dev.map.version and (self.words is None
                                                 or self.planned == self.epoch):
             return None                 # as the last time (read unlocked: a hint)
-        if not (_c and self.host_code and len(self.items) <= PLAN_ITEMS
+        if not (_c and self.host_code and len(self.items) <= _plan.PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
-                or accprof.mask or trace.on or env.settings().info or env.settings().poison:
+                or profiled() or _traced() or env.settings().info or env.settings().poison:
             return None
         with dev.lock:
             if self.version != dev.map.version:     # others changed the map meanwhile
@@ -263,7 +262,7 @@ class Call:
         dev = self.dev
         self.version, self.words, self.counted, self.entries = None, None, (), ()
         self.made, self.launcher, self.args, self.fast = (), None, None, None
-        if dev.state != "initialized" or env.settings().info or trace.on:
+        if dev.state != "initialized" or env.settings().info or _traced():
             return                      # not now: look again next time
         self.devs, self.version = devices.all_devices(), dev.map.version
         self.epoch = dev.lock.current() if isinstance(dev.lock, GateLock) else None
@@ -343,9 +342,15 @@ def _initial_words(items):
     return words
 
 
+def _traced():
+    """Whether PYGOMP_PROFILE's trace is on (`trace` is imported to start it)."""
+    trace = sys.modules.get("pygomp.runtime.trace")
+    return trace is not None and trace.on
+
+
 # -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
 
-_c = _ffi = None                # libpygomp.so's lib and ffi, once it is loaded
+_c = _ffi = _plan = None        # libpygomp.so's lib and ffi, and its plans' flags
 _plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
 _landing = {}                   # an adopted region's token -> what ends it
 _ids = itertools.count(1)
@@ -354,21 +359,23 @@ _epochs = itertools.count(1)    # `GateLock.current`: never 0, which C starts wi
 
 def _flags(it):
     t = kinds.traits(it.kind)
-    return PLAN_MADE | (PLAN_TO if t.to else 0) | (PLAN_FROM if t.from_ else 0)
+    p = _plan
+    return p.PLAN_MADE | (p.PLAN_TO if t.to else 0) | (p.PLAN_FROM if t.from_ else 0)
 
 
 def use_c(ffi, lib) -> None:
     """libpygomp.so is loaded: devices of the host plugin found from now on get a
     `GateLock`."""
-    global _c, _ffi
-    _c, _ffi = lib, ffi
+    global _c, _ffi, _plan
+    from pygomp_csrc import contract
+    _c, _ffi, _plan = lib, ffi, contract
     devices.new_lock = _new_lock
 
 
 def _new_lock(dev):
     if dev.plugin.name == "host" and not dev.is_initial:
         return GateLock(dev)
-    return threading.RLock()
+    return _thread.RLock()
 
 
 def forget(pid) -> None:
@@ -387,7 +394,7 @@ class GateLock:
     __slots__ = ("_lock", "_dev", "_depth", "_gated", "_seen", "_epoch")
 
     def __init__(self, dev):
-        self._lock, self._dev, self._depth, self._gated = threading.RLock(), dev, 0, False
+        self._lock, self._dev, self._depth, self._gated = _thread.RLock(), dev, 0, False
         self._seen = self._epoch = None
 
     def gate(self):
@@ -436,7 +443,7 @@ class GateLock:
 def _adopt(dev):
     """Take over the regions C has in flight on ``dev`` (under its lock): as if `run`
     had begun them."""
-    out = _ffi.new("uint64_t[]", 2 + PLAN_ITEMS)
+    out = _ffi.new("uint64_t[]", 2 + _plan.PLAN_ITEMS)
     while _c.pg_gate_take(dev.number, out):
         token, (items, entries, counted, made, _) = out[0], _plans[out[1]]
         entries, new = list(entries), []

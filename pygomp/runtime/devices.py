@@ -16,10 +16,10 @@ import importlib
 import operator
 import os
 import sys
-import threading
+import _thread          # threading's own locks: importing threading takes 0.5 ms
 import warnings
 
-from . import cache, env, images, mapping, trace
+from . import cache, env, images, mapping
 from .intervals import IntervalMap
 from .plugin import API_VERSION, DeviceInfo, PluginError
 
@@ -37,7 +37,7 @@ class OffloadWarning(RuntimeWarning):
 
 def new_lock(dev):
     """A device's lock (libpygomp.so puts `calls.GateLock` here: C runs regions too)."""
-    return threading.RLock()
+    return _thread.RLock()
 
 
 class Device:
@@ -124,9 +124,9 @@ class Device:
 
 # -- discovery --------------------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _devices = None          # offload devices, then the initial device last
-_default = threading.local()     # omp_set_default_device, per thread
+_default = _thread._local()     # omp_set_default_device, per thread
 
 
 def plugins() -> dict:
@@ -164,6 +164,7 @@ def _instance(cls):
     p = cls()
     profile = env.settings().profile
     if profile:
+        from . import trace
         trace.start(profile)
         trace.instrument(p)
     return p

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import weakref
 from collections import namedtuple
 
-from . import accprof, env
+from . import env
 from .deferred import later
 
 INFINITY = math.inf       # images' functions and variables, associated pointers, acc_map_data
@@ -129,6 +130,13 @@ def not_present(dev, addr, size, name=None):
                       f"{addr:#x}) is not present on the device")
 
 
+def profiled():
+    """`accprof` while an OpenACC profiling callback is on, else None: what registers
+    one imports it first, so that a program without them never imports it."""
+    prof = sys.modules.get("pygomp.runtime.accprof")
+    return prof if prof is not None and prof.mask else None
+
+
 # -- the one place entries are born and die, and counts change ----------------------
 
 def birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
@@ -136,8 +144,9 @@ def birth(dev, host_start, host_end, dev_start, **fields) -> Entry:
     e = Entry(host_start, host_end, dev_start, **fields)
     e.flight = flight_of(dev)
     dev.map.insert(e)
-    if accprof.mask:
-        accprof.entry(accprof.ev_create, e)
+    prof = profiled()
+    if prof:
+        prof.entry(prof.ev_create, e)
     return e
 
 
@@ -147,8 +156,9 @@ def death(dev, e) -> None:
     go of its host objects: work queued before it may still copy to or from them, so
     they go with the queued free (an async queue frees after all its device's work)."""
     flight_of(dev).gen += 1         # calls that register from now on count instead
-    if accprof.mask:
-        accprof.entry(accprof.ev_delete, e)
+    prof = profiled()
+    if prof:
+        prof.entry(prof.ev_delete, e)
     e.refcount = e.dynamic_refcount = 0
     held = []
     for m in e.group or (e,):

@@ -23,18 +23,23 @@ MADV_HUGEPAGE = 14
 # itself (no import of cffi's C parser, tens of ms at start-up), and a call through it
 # costs a fraction of a ctypes call.  The host plugin uses it too.
 ffi = _cffi_backend.FFI()
-_libc = ctypes.CDLL(None)
+_libc = _cffi_backend.load_library(None)    # the process's symbols: dlopen(NULL)
 
 
 def c_function(name, ctype):
-    """The C library's function ``name`` as a cffi function pointer of type ``ctype``."""
-    return ffi.cast(ctype, ctypes.cast(getattr(_libc, name), ctypes.c_void_p).value)
+    """The C library's function ``name`` as a cffi function pointer of type ``ctype``
+    (found by cffi, not through ctypes: half the time); AttributeError if none."""
+    return _libc.load_function(ffi.typeof(ctype), name)
 
 
 _aligned_alloc = c_function("aligned_alloc", "uintptr_t (*)(size_t, size_t)")
 _free = c_function("free", "void (*)(uintptr_t)")
-_madvise = (c_function("madvise", "int (*)(uintptr_t, size_t, int)")
-            if sys.platform.startswith("linux") and hasattr(_libc, "madvise") else None)
+_madvise = None
+if sys.platform.startswith("linux"):
+    try:
+        _madvise = c_function("madvise", "int (*)(uintptr_t, size_t, int)")
+    except AttributeError:
+        pass
 
 
 def alloc(size: int) -> int:

@@ -14,7 +14,7 @@ counts the changes, so that a caller may keep what it looked up while it stays t
 """
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from _bisect import bisect_left, bisect_right     # bisect.py, less its own import
 
 
 def hits(a_start, a_end, b_start, b_end) -> bool:
