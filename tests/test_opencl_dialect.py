@@ -319,3 +319,29 @@ def test_loads_no_store_reaches_are_read_before_the_loop():
     assert src.count("? A[(i) * A__s1 + k] : 0.0;") == 2         # the A loop's
     assert src.count("? B[(i) * B__s1 + k] : 0.0;") == 2         # the last loop's only
     assert "(B[(i) * B__s1 + k] * 0.5" in src                   # read in every trip
+
+
+@omp.target
+def mul_add(a, b, c, out, chain):
+    for i in omp.parallel_range(out.shape[0]):
+        out[i] = a[i] * b[i] + c[i]
+    s = c[0]
+    for i in range(a.shape[0]):
+        s = s * b[i] + a[i]
+    chain[0] = s
+
+
+def test_products_are_rounded_before_the_sum_as_in_python(cldev):
+    """a * b + c rounds the product (OpenCL C would fuse it into one fma)."""
+    n = 64
+    e = 2.0 ** -30
+    a = np.full(n, 1.0 + e)
+    b = np.full(n, 1.0 - e)
+    c = np.full(n, -1.0)
+    out, chain = np.zeros(n), np.zeros(1)
+    mul_add.on(cldev.number)(a, b, c, out, chain)
+    assert (out == a * b + c).all() and out[0] == 0.0     # fused: -2**-60
+    s = c[0]
+    for x, y in zip(b, a):
+        s = s * x + y
+    assert chain[0] == s

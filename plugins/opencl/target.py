@@ -12,6 +12,8 @@ Loops and reductions: see loops.py.  Address spaces: mapped arrays are ``__globa
 team-shared ones ``__local``, the rest private; helpers are specialized per
 address-space signature by the front end (checked by `pygomp.compiler.addrspace`), so
 no generic address space is needed; where a device has one, helpers take plain pointers.
+``FP_CONTRACT OFF``: ``a * b + c`` rounds the product as Python does (OpenCL C may fuse
+it into an fma, whose longer latency also slows a chain of dependent sums on CPUs).
 
 On CPU devices (PoCL) the plugin runs these kernels with work-groups of one work-item
 and defines ``PYGOMP_SINGLE_ITEM_GROUPS``: barriers and trees vanish (PoCL's compile time
@@ -46,6 +48,7 @@ def _preamble():
            "#define PYG_AS_global __global", "#define PYG_AS_local __local",
            "#define PYG_AS_private __private",
            "#endif",
+           "#pragma OPENCL FP_CONTRACT OFF",
            "#ifdef cl_khr_fp64", "#pragma OPENCL EXTENSION cl_khr_fp64 : enable", "#endif",
            "#ifdef cl_khr_int64_base_atomics",
            "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable", "#endif", ""]
