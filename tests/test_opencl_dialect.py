@@ -345,3 +345,23 @@ def test_products_are_rounded_before_the_sum_as_in_python(cldev):
     for x, y in zip(b, a):
         s = s * x + y
     assert chain[0] == s
+
+
+@omp.target
+def column_sums(a, out):
+    for j in omp.parallel_range(a.shape[1]):
+        s = 0
+        for i in range(a.shape[0]):
+            s = max(s, a[i, j] + i)
+        out[j] = s
+
+
+@pytest.mark.parametrize("shape", [(7, 1), (1, 7), (0, 3), (9, 5)])
+def test_extents_of_one_and_zero(cldev, shape):
+    """Extents reach the kernel through max(.., 0): rows of one element (a stride of
+    1), one row and no rows index as numpy does."""
+    a = (np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) * 7) % 5
+    out = np.full(shape[1], -1, np.int32)
+    column_sums.on(cldev.number)(a, out)
+    want = [max([0] + [int(a[i, j]) + i for i in range(shape[0])]) for j in range(shape[1])]
+    assert out.tolist() == want

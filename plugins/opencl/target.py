@@ -150,6 +150,8 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
             if role in ("array", "ret"):
                 elem = self.type_name(t.elem if role == "array" else t)
                 params += [f"__global {elem} *{name}__base", f"ulong {name}__off"]
+            elif role == "shape":
+                params.append(f"long pyg_{name}")          # see `prologue`
             else:
                 params.append(f"{self.type_name(t)} {name}")
         if plan.scratch_words or plan.gang_words:
@@ -161,11 +163,17 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
         return f"__kernel void {em.entry}({', '.join(params)})"
 
     def prologue(self, em, fn):
+        """The arrays' pointers and extents.  An extent is never negative: through
+        ``max(.., 0)`` LLVM no longer takes it for a stride that may be 1, which it
+        checks at run time for a vector copy of the loop, leaving the other copy (the
+        one that runs) scalar and its reductions one long chain."""
         for name, t, role in arg_words(fn):
             if role in ("array", "ret"):
                 elem = self.type_name(t.elem if role == "array" else t)
                 em.line(f"__global {elem} *{name} = (__global {elem} *)"
                         f"((__global char *){name}__base + {name}__off);")
+            elif role == "shape":
+                em.line(f"const long {name} = max(pyg_{name}, 0L);")
         em.line("const long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
 
     # -- statements with side effects ------------------------------------------------
