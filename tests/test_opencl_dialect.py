@@ -365,3 +365,21 @@ def test_extents_of_one_and_zero(cldev, shape):
     column_sums.on(cldev.number)(a, out)
     want = [max([0] + [int(a[i, j]) + i for i in range(shape[0])]) for j in range(shape[1])]
     assert out.tolist() == want
+
+
+@omp.target
+def count_visits(out, rows):
+    for i in omp.parallel_range(out.shape[0]):
+        out[i] += 1
+    for r in range(rows):                       # a looping program: fewer groups
+        for i in omp.parallel_range(r, out.shape[0]):
+            out[i] += 1
+
+
+@pytest.mark.parametrize("n", [1, 15, 17, 50, 1001])
+def test_every_iteration_runs_once_whatever_the_split(cldev, n):
+    """Blocks of q or q + 1 iterations (the first tot % P of them) cover the range
+    exactly, when the range is shorter or not a multiple of the work-items."""
+    out = np.zeros(n, np.int64)
+    count_visits.on(cldev.number)(out, 3)
+    assert out.tolist() == [1 + min(i + 1, 3) for i in range(n)]
