@@ -378,8 +378,8 @@ def count_visits(out, rows):
 
 @pytest.mark.parametrize("n", [1, 15, 17, 50, 1001])
 def test_every_iteration_runs_once_whatever_the_split(cldev, n):
-    """Blocks of q or q + 1 iterations (the first tot % P of them) cover the range
-    exactly, when the range is shorter or not a multiple of the work-items."""
+    """The work-items' blocks cover the range exactly, when the range is shorter or
+    not a multiple of the work-items."""
     out = np.zeros(n, np.int64)
     count_visits.on(cldev.number)(out, 3)
     assert out.tolist() == [1 + min(i + 1, 3) for i in range(n)]

@@ -2,7 +2,7 @@
 loop's skeleton is `pygomp.compiler.workgroup.WorkGroupDialect.loop`).
 
 A partitioned loop gives each participant a contiguous block of iterations on CPUs
-(``PYGOMP_DEVICE_CPU``; sizes that differ by one at most) and a strided share elsewhere.  A loop whose body holds barriers
+(``PYGOMP_DEVICE_CPU``) and a strided share elsewhere.  A loop whose body holds barriers
 or nested loops runs the same number of rounds in every work-item (an ``active`` flag
 guards the tail), so every barrier is reached by the whole group; a sequential ``for``
 or ``while`` around barriers in it runs as many rounds as the group's longest (a
@@ -46,18 +46,13 @@ class LoopLowering:
     def iterate(self, em, loop, u, me, trips):
         """A contiguous block of iterations per participant on CPUs, every
         ``pyg_P<u>``-th elsewhere; every participant runs the same rounds (``pyg_act``
-        guards the tail) when the body holds barriers.  The blocks differ by one
-        iteration at most: with blocks of the rounded-up share, the last participants
-        had less or nothing, and PoCL hands the first groups (half of them, with two
-        threads) to the thread that wakes first."""
+        guards the tail) when the body holds barriers."""
         tot, P, k = f"pyg_tot{u}", f"pyg_P{u}", f"pyg_k{u}"
         lv = loop.levels
-        q, r, m = f"pyg_q{u}", f"pyg_r{u}", f"pyg_me{u}"
-        em.line("#ifdef PYGOMP_DEVICE_CPU")      # blocks of q or q + 1 (the first r)
-        em.line(f"const long {q} = {tot} / {P}, {r} = {tot} % {P}, {m} = {me};")
-        em.line(f"const long pyg_per{u} = {q} + ({r} > 0);")
-        em.line(f"const long pyg_lo{u} = {m} * {q} + min({m}, {r}), pyg_st{u} = 1;")
-        em.line(f"const long pyg_hi{u} = pyg_lo{u} + {q} + ({m} < {r});")
+        em.line("#ifdef PYGOMP_DEVICE_CPU")
+        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
+        em.line(f"const long pyg_lo{u} = ({me}) * pyg_per{u}, pyg_st{u} = 1;")
+        em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
         em.line("#else")
         em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
         em.line(f"const long pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
