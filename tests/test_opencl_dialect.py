@@ -322,3 +322,67 @@ def test_loads_no_store_reaches_are_read_before_the_loop():
         assert s.count("? A[(i) * A__s1 + k] : 0.0;") == copies         # the A loop's
         assert s.count("? B[(i) * B__s1 + k] : 0.0;") == copies         # the last loop's
         assert "(B[(i) * B__s1 + k] * 0.5" in s                 # read in every trip
+
+
+@omp.target
+def mul_add(a, b, c, out, chain):
+    for i in omp.parallel_range(out.shape[0]):
+        out[i] = a[i] * b[i] + c[i]
+    s = c[0]
+    for i in range(a.shape[0]):
+        s = s * b[i] + a[i]
+    chain[0] = s
+
+
+def test_products_are_rounded_before_the_sum_as_in_python(cldev):
+    """a * b + c rounds the product (OpenCL C would fuse it into one fma)."""
+    n = 64
+    e = 2.0 ** -30
+    a = np.full(n, 1.0 + e)
+    b = np.full(n, 1.0 - e)
+    c = np.full(n, -1.0)
+    out, chain = np.zeros(n), np.zeros(1)
+    mul_add.on(cldev.number)(a, b, c, out, chain)
+    assert (out == a * b + c).all() and out[0] == 0.0     # fused: -2**-60
+    s = c[0]
+    for x, y in zip(b, a):
+        s = s * x + y
+    assert chain[0] == s
+
+
+@omp.target
+def column_sums(a, out):
+    for j in omp.parallel_range(a.shape[1]):
+        s = 0
+        for i in range(a.shape[0]):
+            s = max(s, a[i, j] + i)
+        out[j] = s
+
+
+@pytest.mark.parametrize("shape", [(7, 1), (1, 7), (0, 3), (9, 5)])
+def test_extents_of_one_and_zero(cldev, shape):
+    """Extents reach the kernel through max(.., 0): rows of one element (a stride of
+    1), one row and no rows index as numpy does."""
+    a = (np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) * 7) % 5
+    out = np.full(shape[1], -1, np.int32)
+    column_sums.on(cldev.number)(a, out)
+    want = [max([0] + [int(a[i, j]) + i for i in range(shape[0])]) for j in range(shape[1])]
+    assert out.tolist() == want
+
+
+@omp.target
+def count_visits(out, rows):
+    for i in omp.parallel_range(out.shape[0]):
+        out[i] += 1
+    for r in range(rows):                       # a looping program: fewer groups
+        for i in omp.parallel_range(r, out.shape[0]):
+            out[i] += 1
+
+
+@pytest.mark.parametrize("n", [1, 15, 17, 50, 1001])
+def test_every_iteration_runs_once_whatever_the_split(cldev, n):
+    """The work-items' blocks cover the range exactly, when the range is shorter or
+    not a multiple of the work-items."""
+    out = np.zeros(n, np.int64)
+    count_visits.on(cldev.number)(out, 3)
+    assert out.tolist() == [1 + min(i + 1, 3) for i in range(n)]

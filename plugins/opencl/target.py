@@ -12,6 +12,8 @@ Loops and reductions: see loops.py.  Address spaces: mapped arrays are ``__globa
 team-shared ones ``__local``, the rest private; helpers are specialized per
 address-space signature by the front end (checked by `pygomp.compiler.addrspace`), so
 no generic address space is needed; where a device has one, helpers take plain pointers.
+``FP_CONTRACT OFF``: ``a * b + c`` rounds the product as Python does (OpenCL C may fuse
+it into an fma, whose longer latency also slows a chain of dependent sums on CPUs).
 
 On CPU devices (PoCL) the plugin runs these kernels with work-groups of one work-item
 and defines ``PYGOMP_SINGLE_ITEM_GROUPS``: barriers and trees vanish (PoCL's compile time
@@ -46,6 +48,7 @@ def _preamble():
            "#define PYG_AS_global __global", "#define PYG_AS_local __local",
            "#define PYG_AS_private __private",
            "#endif",
+           "#pragma OPENCL FP_CONTRACT OFF",
            "#ifdef cl_khr_fp64", "#pragma OPENCL EXTENSION cl_khr_fp64 : enable", "#endif",
            "#ifdef cl_khr_int64_base_atomics",
            "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable", "#endif", ""]
@@ -147,6 +150,8 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
             if role in ("array", "ret"):
                 elem = self.type_name(t.elem if role == "array" else t)
                 params += [f"__global {elem} *{name}__base", f"ulong {name}__off"]
+            elif role == "shape":
+                params.append(f"long pyg_{name}")          # see `prologue`
             else:
                 params.append(f"{self.type_name(t)} {name}")
         if self.has_scratch(em.state):
@@ -158,11 +163,17 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
         return f"__kernel void {em.entry}({', '.join(params)})"
 
     def prologue(self, em, fn):
+        """The arrays' pointers and extents.  An extent is never negative: through
+        ``max(.., 0)`` LLVM no longer takes it for a stride that may be 1, which it
+        checks at run time for a vector copy of the loop, leaving the other copy (the
+        one that runs) scalar and its reductions one long chain."""
         for name, t, role in arg_words(fn):
             if role in ("array", "ret"):
                 elem = self.type_name(t.elem if role == "array" else t)
                 em.line(f"__global {elem} *{name} = (__global {elem} *)"
                         f"((__global char *){name}__base + {name}__off);")
+            elif role == "shape":
+                em.line(f"const long {name} = max(pyg_{name}, 0L);")
         em.line("const long pyg_g = get_group_id(1), pyg_G = get_num_groups(1);")
 
     # -- statements with side effects ------------------------------------------------
