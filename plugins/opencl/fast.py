@@ -27,9 +27,6 @@ import sys
 import sysconfig
 import threading
 
-from pygomp.errors import CompileError
-from pygomp.runtime import cache
-
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -206,24 +203,21 @@ def _build():
     import importlib.machinery
     import importlib.util
     import os
-    from ..host.plugin import _compiler_id, _machine_id, compile_c
-    from .launch import _opencl_library
+    from .launch import _opencl_library, built
     include = sysconfig.get_paths().get("include", "")
     lib = _opencl_library()
-    if lib is None or _compiler_id() is None or \
-            not os.path.exists(os.path.join(include, "Python.h")):
+    if lib is None or not os.path.exists(os.path.join(include, "Python.h")):
         return None
-    k = cache.key("opencl-fastlaunch", SOURCE, _compiler_id(), _machine_id(), sys.version,
-                  sysconfig.get_config_var("EXT_SUFFIX"))
+    path = built("the OpenCL fast launch", SOURCE, sys.version,
+                 sysconfig.get_config_var("EXT_SUFFIX"), flags=("-I" + include,))
+    if path is None:
+        return None
     try:
-        code = cache.get_or_build(k, lambda: compile_c(SOURCE, "the OpenCL fast launch",
-                                                       flags=("-I" + include,)))
-        path = cache.materialize(k, code, ".so")
         loader = importlib.machinery.ExtensionFileLoader("pyg_fastlaunch", path)
         spec = importlib.util.spec_from_file_location("pyg_fastlaunch", path, loader=loader)
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
-    except (CompileError, ImportError, OSError):
+    except (ImportError, OSError):
         return None
     _state["keep"] = lib                # the enqueue's library stays loaded
     return mod, ctypes.cast(lib.clEnqueueNDRangeKernel, ctypes.c_void_p).value

@@ -128,16 +128,29 @@ def launcher():
     return _state["run"]
 
 
-def _build():
+def built(what: str, source: str, *parts, flags=()) -> str | None:
+    """The path of a shared object the C compiler built from ``source`` (``flags`` added),
+    kept in the disk cache under ``what``, the source, the compiler, the machine and
+    ``parts``; None where there is no C compiler or the build fails."""
     from ..host.plugin import _compiler_id, _machine_id, compile_c
-    lib = _opencl_library()
-    if lib is None or _compiler_id() is None:
+    if _compiler_id() is None:
         return None
-    k = cache.key("opencl-launcher", SOURCE, _compiler_id(), _machine_id())
+    k = cache.key(what, source, _compiler_id(), _machine_id(), *parts)
     try:
-        code = cache.get_or_build(k, lambda: compile_c(SOURCE, "the OpenCL launcher"))
-        so = ctypes.CDLL(cache.materialize(k, code, ".so"))
+        code = cache.get_or_build(k, lambda: compile_c(source, what, flags))
+        return cache.materialize(k, code, ".so")
     except (CompileError, OSError):
+        return None
+
+
+def _build():
+    lib = _opencl_library()
+    path = lib and built("the OpenCL launcher", SOURCE)
+    if not path:
+        return None
+    try:
+        so = ctypes.CDLL(path)
+    except OSError:
         return None
     address = ctypes.cast(so.pyg_cl_run, ctypes.c_void_p).value
     fns = _ffi.new("void *[3]", [
