@@ -500,7 +500,7 @@ class OpenCLPlugin(Plugin):
                 single = plan[3]
                 if single is not None:
                     if fn not in self._records and type(launch) is tuple and \
-                            (self._runner or self._runner is None and self.fast_runner()):
+                            self.fast_runner():
                         self._records[fn] = k.record(launch, single)
                     return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
                 return k._program(plan, waits)
