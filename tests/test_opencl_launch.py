@@ -190,6 +190,23 @@ def test_one_group_is_chosen_by_timing_both(dev, one_group):
     assert len(runs) == choice.TRIES + (0 if one else 3)
 
 
+def test_the_choice_is_checked_again_later():
+    """A program slowed during the first calls is timed again and chosen once faster."""
+    from pygomp_plugins.opencl.choice import MARGIN, TRIES, Choice
+    c, ways = Choice("auto"), []
+    for call in range(2 * TRIES + 40):
+        one, timed = c.next()
+        ways.append((one, timed))
+        if timed:       # the program takes 3 s in its first runs, then 1 s; one group 2 s
+            c.ran(one, 2.0 if one else (3.0 if call < 2 * TRIES else 1.0))
+    assert ways[:2 * TRIES] == [(False, True), (True, True)] * TRIES
+    after = ways[2 * TRIES:]
+    assert 2.0 < MARGIN * 3.0 and all(one for one, _ in after[:7])
+    assert after[7] == (False, True)            # the 8th call after: the program, timed
+    assert all(w == (False, False) for w in after[8:15]) and after[15] == (True, True)
+    assert all(w == (False, False) for w in after[16:31]) and after[31] == (True, True)
+
+
 def test_one_group_is_not_taken_when_gangs_are_asked_for(dev, one_group):
     runs = one_group("1")
     kernel = omp.target(num_gangs=3)(rounds)

@@ -7,8 +7,9 @@ runs a kernel's first calls each way in turn, each waited for and timed, and fro
 on the one work-group if it was clearly faster (`MARGIN`: one core doing the work
 when the others were busy may look faster than it is); ``1`` always the one
 work-group; ``0`` never.  Each way runs `TRIES` times and its best time counts, since a
-driver builds an entry for its sizes on its first launch.  The choice is made once per
-kernel and device, on the calls it first sees.
+driver builds an entry for its sizes on its first launch.  The choice is made per kernel
+and device on the calls it first sees, then checked again (`RECHECK`): a machine busy
+during the first calls would otherwise keep the slower way for good.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pygomp.runtime.plugin import PluginError
 
 TRIES = 2
 MARGIN = 0.75           # the one group's best time over the program's, at most
+RECHECK = range(3, 11)  # the calls 2**k after the first ones run the other way, timed
 
 
 def mode() -> str:
@@ -30,11 +32,12 @@ def mode() -> str:
 
 class Choice:
     """One kernel's choice on one device (used under the kernel's lock)."""
-    __slots__ = ("mode", "times")
+    __slots__ = ("mode", "times", "calls")
 
     def __init__(self, mode: str):
         self.mode = mode
         self.times = ([], [])           # seconds of timed runs: the program, one group
+        self.calls = 0                  # calls since the first ones
 
     def next(self) -> tuple:
         """``(one group, timed)``: the way the next run takes and whether it is timed."""
@@ -43,7 +46,11 @@ class Choice:
         program, one = self.times
         if len(one) < TRIES:
             return len(one) < len(program), True
-        return min(one) < MARGIN * min(program), False
+        self.calls += 1
+        chosen = min(one) < MARGIN * min(program)
+        if self.calls.bit_length() - 1 in RECHECK and not self.calls & (self.calls - 1):
+            return not chosen, True
+        return chosen, False
 
     def ran(self, one: bool, seconds: float) -> None:
         self.times[one].append(seconds)
