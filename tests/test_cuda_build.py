@@ -115,6 +115,19 @@ def build(units, arch, assemble):
 
 
 @pytest.mark.slow
+def test_a_product_is_rounded_before_the_sum():
+    """With the plugin's options NVRTC keeps ``x * y + z`` a product then a sum, as numpy
+    rounds it (its default fuses them into one fma)."""
+    _nvrtc_or_skip()
+    from pygomp_plugins.cuda.plugin import OPTIONS
+    src = ('extern "C" __global__ void k(double *x, double *y, double *z)'
+           '{ int i = threadIdx.x; z[i] = x[i] * y[i] + z[i]; }')
+    fused = nvrtc.compile(src, "compute_80", [o for o in OPTIONS if "fmad" not in o])
+    assert b"fma.rn.f64" in fused       # the test sees a fusion where there is one
+    ptx = nvrtc.compile(src, "compute_80", OPTIONS)
+    assert b"fma." not in ptx and b"mul.rn.f64" in ptx
+
+
 def test_every_kernel_builds_for_cuda(request):
     version = _nvrtc_or_skip()
     example_kernels()

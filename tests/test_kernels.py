@@ -149,6 +149,13 @@ def python_floats(a, b, out):
 
 
 @omp.target
+def products_then_sums(x, y, z, out):
+    for i in omp.parallel_range(x.shape[0]):
+        out[i, 0] = x[i] * y[i] + z[i]
+        out[i, 1] = z[i] - x[i] * y[i]
+
+
+@omp.target
 def ranks(a3, b1, out):
     """A 3-d array, shapes, a private local array, len()."""
     n0, n1, n2 = a3.shape
@@ -411,6 +418,17 @@ def test_float_division_means_what_numpy_means(device, dtype):
     np.testing.assert_array_equal(out, ref)
     num = ~np.isnan(ref)
     np.testing.assert_array_equal(np.signbit(out[num]), np.signbit(ref[num]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_product_is_rounded_before_the_sum(device, dtype):
+    """No device fuses ``x * y + z`` into an fma, whose single rounding differs from
+    numpy's two in about a quarter of these."""
+    rng = np.random.default_rng(5)
+    x, y, z = (rng.random(4096).astype(dtype) for _ in range(3))
+    out = np.zeros((x.size, 2), dtype)
+    products_then_sums.on(device)(x, y, z, out)
+    np.testing.assert_array_equal(out, np.stack([x * y + z, z - x * y], axis=1))
 
 
 def test_int32_overflow_wraps(device):

@@ -46,7 +46,8 @@ from . import driver, gcc, nvrtc
 
 cupy = None                 # imported by the first device initialization
 
-OPTIONS = ("--std=c++17", "-default-device", "--disable-warnings")   # NVRTC, every kernel
+# NVRTC's options for every kernel; --fmad=false: ``a * b + c`` rounds as numpy does
+OPTIONS = ("--std=c++17", "-default-device", "--disable-warnings", "--fmad=false")
 CHUNK = 2 << 20             # bytes of one pinned staging buffer
 RING = 16                   # at most this many staging buffers per device
 DIRECT = 1 << 20            # smaller copies to the host skip the staging buffers
