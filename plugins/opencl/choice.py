@@ -31,7 +31,8 @@ def mode() -> str:
 
 
 class Choice:
-    """One kernel's choice on one device (used under the kernel's lock)."""
+    """One kernel's choice on one device: `next` runs under the kernel's lock, `ran`
+    after it (a list's append is atomic)."""
     __slots__ = ("mode", "times", "calls")
 
     def __init__(self, mode: str):

@@ -154,20 +154,24 @@ class _Kernel(Kernel):
         return waits
 
     def _program(self, plan, waits):
-        """Run the program's launches, or its one-group entry where `choice` says so
-        (waited for when the choice times it)."""
+        """Enqueue the program's launches, or its one-group entry where `choice` says so:
+        the event, and for a run that `choice` times (under ``lock``) the way and the
+        start, for `timed` (after it)."""
         alone = plan[4]
         if alone is None:
-            return self._launches(plan, waits)
+            return self._launches(plan, waits), None
         one, timed = self.choice.next()
-        start = time.perf_counter() if timed else 0.0
+        start = time.perf_counter()
         event = cl.enqueue_nd_range_kernel(self.d.queue, *alone[:3], None, waits) if one \
             else self._launches(plan, waits)
-        if timed:
-            if event is not DONE:
-                event.wait()
-            self.choice.ran(one, time.perf_counter() - start)
-        return event
+        return event, (one, start) if timed else None
+
+    def timed(self, event, one, start):
+        """Wait for a run that `choice` times and tell it the time (without ``lock``,
+        so other threads launch meanwhile)."""
+        if event is not DONE:
+            event.wait()
+        self.choice.ran(one, time.perf_counter() - start)
 
     def _launches(self, plan, waits):
         """Enqueue the entries as the kernel's program says (see `run_async`)."""
@@ -503,7 +507,10 @@ class OpenCLPlugin(Plugin):
                             self.fast_runner():
                         self._records[fn] = k.record(launch, single)
                     return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
-                return k._program(plan, waits)
+                event, timed = k._program(plan, waits)
+            if timed is not None:
+                k.timed(event, *timed)
+            return event
         except PluginError:
             raise
         except Exception as e:
