@@ -19,7 +19,8 @@ from pygomp.runtime.plugin import PluginError
 
 TRIES = 2
 MARGIN = 0.75           # the one group's best time over the program's, at most
-RECHECK = range(3, 11)  # the calls 2**k after the first ones run the other way, timed
+RECHECK = frozenset(2 ** k for k in range(3, 11))   # these calls after the first ones
+                                                    # run the other way, timed
 
 
 def mode() -> str:
@@ -49,7 +50,7 @@ class Choice:
             return len(one) < len(program), True
         self.calls += 1
         chosen = min(one) < MARGIN * min(program)
-        if self.calls.bit_length() - 1 in RECHECK and not self.calls & (self.calls - 1):
+        if self.calls in RECHECK:
             return not chosen, True
         return chosen, False
 
