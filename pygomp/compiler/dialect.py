@@ -194,9 +194,10 @@ class Dialect:
         default one entry, its argument words, all levels, its private scratch."""
         return KernelInfo(fn.pyname, (fn.name,), word_kinds(fn), private=private_terms(fn))
 
-    def variants(self, fn: ir.Function) -> list:
+    def variants(self, em, fn: ir.Function) -> list:
         """Other ways to run the kernel, emitted after it into the same source, each a
-        function with the kernel's parameters (none by default)."""
+        function with the kernel's parameters (none by default); ``em.state`` is the
+        kernel's."""
         return []
 
     def joined(self, info: KernelInfo, other: KernelInfo) -> KernelInfo:

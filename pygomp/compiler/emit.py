@@ -97,7 +97,7 @@ class Emitter:
             self.out += [boundscheck.functions(self.d, fn.wraparound).rstrip("\n"), ""]
         for h in fn.helpers:
             self.helper(h)
-        variants = self.d.variants(fn)          # copies made before fn is emitted
+        variants = self.d.variants(self, fn)    # copies made before fn is emitted
         info = self.kernel(fn)
         main = self.state
         for v in variants:

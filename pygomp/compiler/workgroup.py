@@ -124,10 +124,13 @@ class WorkGroupDialect(Dialect):
     def new_state(self, fn, like=None):
         return GroupState(like=like)
 
-    def variants(self, fn):
+    def variants(self, em, fn):
         """A looping kernel's one-work-group variant (`onegroup`), where the dialect
-        has it."""
-        v = self.one_group and onegroup.variant(fn, steps.plan(fn).program)
+        has it; the kernel's plan, made to tell, stays in ``em.state`` for `entries`."""
+        if not self.one_group:
+            return []
+        em.state.plan = steps.plan(fn)
+        v = onegroup.variant(fn, em.state.plan.program)
         return [v] if v else []
 
     def joined(self, info, other):
@@ -149,7 +152,7 @@ class WorkGroupDialect(Dialect):
     def entries(self, em, fn):
         """One entry per launch of `steps.plan` (gang loops end their launch)."""
         st = em.state
-        st.plan = plan = steps.plan(fn)
+        st.plan = plan = st.plan or steps.plan(fn)
         st.slots = {r.rid: plan.offset(r) for _, r in plan.reductions}
         st.names = [f"{fn.name}__e{k}" if len(plan.entries) > 1 else fn.name
                     for k in range(len(plan.entries))]
