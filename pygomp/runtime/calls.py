@@ -205,7 +205,7 @@ class Call:
         if self.version == dev.map.version and (self.words is None
                                                 or self.planned == self.epoch):
             return None                 # as the last time (read unlocked: a hint)
-        if not (_c and self.host_code and len(self.items) <= _plan.PLAN_ITEMS
+        if not (_c and self.host_code and len(self.items) <= _contract.PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
                 or profiled() or _traced() or env.settings().info or env.settings().poison:
@@ -350,7 +350,7 @@ def _traced():
 
 # -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
 
-_c = _ffi = _plan = None        # libpygomp.so's lib and ffi, and its plans' flags
+_c = _ffi = _contract = None    # libpygomp.so's lib and ffi, and csrc/contract.py
 _plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
 _landing = {}                   # an adopted region's token -> what ends it
 _ids = itertools.count(1)
@@ -359,16 +359,16 @@ _epochs = itertools.count(1)    # `GateLock.current`: never 0, which C starts wi
 
 def _flags(it):
     t = kinds.traits(it.kind)
-    p = _plan
+    p = _contract
     return p.PLAN_MADE | (p.PLAN_TO if t.to else 0) | (p.PLAN_FROM if t.from_ else 0)
 
 
 def use_c(ffi, lib) -> None:
     """libpygomp.so is loaded: devices of the host plugin found from now on get a
     `GateLock`."""
-    global _c, _ffi, _plan
+    global _c, _ffi, _contract
     from pygomp_csrc import contract
-    _c, _ffi, _plan = lib, ffi, contract
+    _c, _ffi, _contract = lib, ffi, contract
     devices.new_lock = _new_lock
 
 
@@ -443,7 +443,7 @@ class GateLock:
 def _adopt(dev):
     """Take over the regions C has in flight on ``dev`` (under its lock): as if `run`
     had begun them."""
-    out = _ffi.new("uint64_t[]", 2 + _plan.PLAN_ITEMS)
+    out = _ffi.new("uint64_t[]", 2 + _contract.PLAN_ITEMS)
     while _c.pg_gate_take(dev.number, out):
         token, (items, entries, counted, made, _) = out[0], _plans[out[1]]
         entries, new = list(entries), []
