@@ -161,7 +161,7 @@ class _Kernel(Kernel):
         if alone is None:
             return self._launches(plan, waits), None
         one, timed = self.choice.next()
-        start = time.perf_counter()
+        start = time.perf_counter() if timed else None
         event = cl.enqueue_nd_range_kernel(self.d.queue, *alone[:3], None, waits) if one \
             else self._launches(plan, waits)
         return event, (one, start) if timed else None
