@@ -28,8 +28,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Where PYTHONDONTWRITEBYTECODE is set, Python keeps no compiled modules, and every process
-# (each C program under the shim) would compile pygomp's anew: 40 ms. Compile them here;
-# this redoes only the files changed since.
+# (each C program under the shim) would compile pygomp's anew: 40 to 60 ms. Compile them
+# here; this redoes only the files changed since.
 bytecode: $(STAMP)
 	$(PY) -m compileall -q pygomp plugins csrc examples
 
