@@ -476,15 +476,14 @@ def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, 
         acc.wait_list(async_, ffi.unpack(waits, num_waits))
     items = _acc_items(n, packed)
     launch = tuple(ffi.unpack(dims, 3))
-    if _has_image(dev, fn):     # the map changes now, its copies in take the host's bytes now
+    if _has_image(dev, fn):
         launch = launch if any(launch) else _launch.get(fn, (0, 0, 0))
         if rec:
-            acc.run(async_, lambda: _acc_image(rec, dev, fn, items, launch), dev, stage=True)
+            acc.run(async_, lambda: _acc_image(rec, dev, fn, items, launch), dev)
         else:
-            acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev,
-                    stage=True)
+            acc.run(async_, lambda: mapping.target(dev, fn, items, launch, acc=True), dev)
     elif dev.target == "host":
-        acc.run(async_, lambda: _acc_region(dev, fn, items, rec, launch), dev, stage=True)
+        acc.run(async_, lambda: _acc_region(dev, fn, items, rec, launch), dev)
     else:
         env.info(env.INFO_LAUNCH, f"device {dev.number} ({dev.plugin.name}) has no image of "
                                   f"the compute region at {fn:#x}: its host code runs on the "
@@ -493,8 +492,7 @@ def _acc_parallel(rec, dev, flags, fn, n, packed, hostaddrs, async_, num_waits, 
         def call(words):
             lib.pg_call_acc(fn, ffi.new("uintptr_t[]", words or [0]), acc.device_host)
         acc.run(async_, lambda: _region_on_host(dev, fn, items, call, "compute region",
-                                                acc_=True, rec=rec, launch=launch), dev,
-                stage=True)
+                                                acc_=True, rec=rec, launch=launch), dev)
     return 1
 
 

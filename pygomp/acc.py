@@ -393,42 +393,41 @@ def _check_async(q):
         raise MappingError(f"invalid async-argument: {q}")
 
 
-def run(q, fn, dev=None, stage=False):
+def run(q, fn, dev=None):
     """``fn()`` now (``q`` is async_sync), or with queue ``q`` of the current device: the
-    map changes now, and the device work that ``fn``'s map operations make (copies,
-    launches, frees) is done by the queue, after its earlier work.  Device memory is
-    freed only after the work queued so far on every queue of the device (as cuMemFree
-    waits for the device): that work may still use it.  With ``stage`` (a compute
-    construct) the copies to the device take the host's bytes now, as libgomp's plugins
-    stage them: what the construct copies in is what the host held when it was reached."""
+    map changes now, what the construct takes by value is taken now, and the device
+    work that ``fn``'s map operations make (copies, launches, frees) is done by the
+    queue, after its earlier work (docs/architecture.md, "Async queues").  Device memory
+    is freed only after the work queued so far on every queue of the device (as
+    cuMemFree waits for the device): that work may still use it."""
     _check_async(q)
     dev = dev or current()
     if accprof.mask:
-        return _profiled_run(q, fn, dev, stage)
+        return _profiled_run(q, fn, dev)
     with deferred.deferred() as work:
         result = fn()
-    _run(q, work, dev, stage)
+    _run(q, work, dev)
     return result
 
 
-def _profiled_run(q, fn, dev, stage):
+def _profiled_run(q, fn, dev):
     """`run` in a profiling record (an acc_* routine's, unless a construct's is
     current), with the events of its device work (`accprof.expand`)."""
     rec = prof_record(accprof.construct_runtime_api, dev, q)
     try:
         with deferred.deferred() as work:
             result = fn()
-        _run(q, accprof.expand(work, dev), dev, stage)
+        _run(q, accprof.expand(work, dev), dev)
         return result
     finally:
         accprof.finish(rec)
 
 
-def _run(q, work, dev, stage):
+def _run(q, work, dev):
     if q == async_sync:
         accqueues.run_now(dev, work)
     else:
-        accqueues.run_on(dev, q, work, stage)
+        accqueues.run_on(dev, q, work)
 
 
 def async_test(q) -> bool:

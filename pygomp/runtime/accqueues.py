@@ -70,9 +70,9 @@ def _unseen_errors():
                   f"for: {found.error}", file=sys.stderr)
 
 
-def enqueue(dev, q, fn, after=()) -> None:
+def enqueue(dev, q, fn, after=()):
     """Run ``fn()`` on queue ``q`` of ``dev`` after the queue's earlier work and the
-    work queued so far on the queues ``after``."""
+    work queued so far on the queues ``after``; returns its task."""
     mine = queue(dev, q)
     earlier = [queue(dev, a).last for a in after if a != q]     # waited for, not depended
     earlier = [t for t in earlier if t is not None]              # on: their later work goes on
@@ -88,30 +88,125 @@ def enqueue(dev, q, fn, after=()) -> None:
 
     with mine.lock:
         mine.last = tasks.submit(work, depend={"inout": [mine.address()]})
+        return mine.last
+
+
+# -- copies to and from host memory ---------------------------------------------------
+#
+# The result is the one of running each construct when it is reached, in program order,
+# and only host threads write host memory, so no timing can change it:
+# - a copy between host and device waits for the landing of the copies to the host
+#   queued before it that write some of its bytes;
+# - a copy to the device takes the host's bytes at the construct (a staged copy);
+# - a copy to the host writes, when its queue gets there, into a buffer of its own (a
+#   `Landing`), which lands in host memory when a host thread waits for the queue (or
+#   finds it done, or reaches a construct that copies those bytes), unless the host
+#   has written some of them since the construct.
+
+_landing_lock = threading.Lock()
+_landings = {}      # device -> [Landing] not landed yet, in program order
+
+
+class Landing:
+    """A queued copy of ``size`` bytes to host address ``host``: the host's bytes when it
+    was queued (``was``) and the device's (``got``, once ``filled``)."""
+
+    def __init__(self, q, host, size):
+        self.q, self.host, self.size = q, host, size
+        self.was = ctypes.string_at(host, size)
+        self.got = ctypes.create_string_buffer(max(size, 1))
+        self.filled = False
+        self.task = None
+
+    def fill(self, copy, local, src):           # on the queue
+        copy(local, ctypes.addressof(self.got), src, self.size)
+        self.filled = True
+
+    def land(self):
+        """The device's bytes into host memory, unless the queue failed before the copy
+        or the host has written some of them since (its bytes stay: a scalar that GCC's
+        code rewrote, or the program's race)."""
+        if self.filled and ctypes.string_at(self.host, self.size) == self.was:
+            ctypes.memmove(self.host, self.got, self.size)
+
+
+def _overlapping(dev, w):
+    """The landings that deferred work ``w``, a copy between host and device, must come
+    after: those of the host bytes it reads or writes (under _landing_lock)."""
+    p, fn, args = dev.plugin, w[0], w[1]
+    if fn == p.host2dev:
+        lo, hi = args[2], args[2] + args[3]
+    elif fn == p.dev2host:
+        lo, hi = args[1], args[1] + args[3]
+    else:
+        return []
+    return [x for x in _landings.get(dev, ()) if lo < x.host + x.size and x.host < hi]
+
+
+def _land(dev, which) -> None:
+    """Wait for the landings ``which`` (in program order) and land them."""
+    for x in which:
+        x.task.wait()
+    with _landing_lock:
+        pending = _landings.get(dev, [])
+        for x in [x for x in pending if x in which]:
+            pending.remove(x)
+            x.land()
+
+
+def _land_queues(dev, qs) -> None:
+    """Land what the queues ``qs`` of ``dev`` have done (their tasks are done)."""
+    if _landings.get(dev):
+        with _landing_lock:
+            which = [x for x in _landings[dev] if x.q in qs and x.task.done()]
+        _land(dev, which)
 
 
 def run_now(dev, work) -> None:
-    """Do deferred ``work`` (`pygomp.runtime.deferred`) now; device memory it frees is
-    freed after the work queued so far on every queue of ``dev``."""
+    """Do deferred ``work`` (`pygomp.runtime.deferred`) now, after the landings of the
+    host bytes it copies (above); device memory it frees is freed after the work queued
+    so far on every queue of ``dev``."""
     if any(w[0] == dev.plugin.free for w in work):
         wait(dev, of(dev))
+    elif _landings.get(dev):
+        with _landing_lock:
+            which = {x: None for w in work for x in _overlapping(dev, w)}
+        _land(dev, list(which))
     deferred.do(work)
 
 
-def run_on(dev, q, work, stage) -> None:
-    """Deferred ``work`` on queue ``q``: its profiling events now, the rest after the
-    queue's earlier work, its frees after every queue's work so far (as cuMemFree
-    waits for the device).  With ``stage`` the copies to the device read the host's
-    bytes as they are now."""
-    free = dev.plugin.free
-    frees = [w for w in work if w[0] == free]
-    rest = []       # in order: events now (an async construct's), staged copies now
+def run_on(dev, q, work) -> None:
+    """Deferred ``work`` on queue ``q``: its profiling events now, after the landings of
+    the host bytes it copies its copies to the device staged now, the rest after the
+    queue's earlier work, its copies to the host into landings (above), its frees after
+    every queue's work so far (as cuMemFree waits for the device)."""
+    p = dev.plugin
+    frees, rest, landings = [], [], []
     for w in work:
-        if accprof.is_event(w):
+        if accprof.is_event(w):         # an async construct's events: now
             deferred.do([w])
-        elif w[0] != free:
-            rest.append(_staged(w) if stage and w[0] == dev.plugin.host2dev else w)
-    enqueue(dev, q, lambda: deferred.do(rest))
+        elif w[0] == p.free:
+            frees.append(w)
+        else:
+            rest.append(w)
+    if _landings.get(dev):
+        with _landing_lock:
+            which = {x: None for w in rest for x in _overlapping(dev, w)}
+        _land(dev, list(which))
+    for i, w in enumerate(rest):
+        if w[0] == p.host2dev:
+            rest[i] = _staged(w)
+        elif w[0] == p.dev2host:
+            local, dst, src, size = w[1]
+            x = Landing(q, dst, size)
+            landings.append(x)
+            rest[i] = (x.fill, (p.dev2host, local, src), w[2])
+    with _landing_lock:         # landings listed in the order their tasks are queued
+        task = enqueue(dev, q, lambda: deferred.do(rest))
+        for x in landings:
+            x.task = task
+        if landings:
+            _landings.setdefault(dev, []).extend(landings)
     if frees:
         enqueue(dev, q, lambda: deferred.do(frees), after=of(dev))
 
@@ -124,13 +219,25 @@ def _staged(w):
 
 
 def done(dev, q) -> bool:
-    """Whether queue ``q`` of ``dev`` has finished its work (true if it has none)."""
+    """Whether queue ``q`` of ``dev`` has finished its work (true if it has none); if so,
+    its copies to the host have landed."""
     found = find(dev, q)
-    return found is None or found.done()
+    if found is not None and not found.done():
+        return False
+    _land_queues(dev, (q,))
+    return True
 
 
 def wait(dev, qs) -> None:
-    """Wait for the work of the queues ``qs`` of ``dev``; raise the first error of each."""
+    """Wait for the work of the queues ``qs`` of ``dev`` and land its copies to the
+    host; raise the first error of each."""
+    try:
+        for q in qs:
+            found = find(dev, q)
+            if found is not None and found.last is not None:
+                found.last.wait()
+    finally:
+        _land_queues(dev, qs)
     for q in qs:
         found = find(dev, q)
         if found is not None:

@@ -4,6 +4,7 @@
    queued behind a region that waits for the host, so none runs before the loop ends. */
 #include <openacc.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "check.h"
 
 #define N 16
@@ -89,12 +90,14 @@ static void copies_back_land_where_the_clauses_say(void)
         CHECK(g[i] == (i % 2 ? -1 : i));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    printf("device type %d\n", acc_get_device_type());
-    scalars();
-    sections();
-    copies_back_land_where_the_clauses_say();
+    int times = argc > 1 ? atoi(argv[1]) : 1;
+    for (int t = 0; t < times; t++) {
+        scalars();
+        sections();
+        copies_back_land_where_the_clauses_say();
+    }
     printf("acc_async_inputs ok\n");
     return failures();
 }

@@ -68,8 +68,6 @@ _ONE_GANG = ("on the host one gang runs the region (GCC's host code), where a de
 NEEDS_DEVICE = {f"{OPENACC_SUITE}/{t}": why for t, why in {
     "gang-reduction-var-assignment.c": _ONE_GANG + " (libgomp's own host fails it too: "
                                                    "its xfail, PR88852)",
-    "static-variable-1.c": "checks the number of gangs it gets through GCC's parallelism "
-                           "builtins, which host code answers with 1",
     "if-1.c": "acc_on_device(acc_device_host) in the region: GCC folds it to the host's "
               "answer in host code, where the data is the device's",
 }.items()}
@@ -84,12 +82,6 @@ KNOWN = {
     f"{OPENACC_SUITE}/acc_map_data-device_already-3.c":
         "acc_map_data of a device address already mapped (a declared variable's) is "
         "refused, as OpenACC says; the test expects libgomp's missing check (PR92888)",
-    f"{OPENACC_SUITE}/deep-copy-10.c":
-        "regions on queues 0 and 1 copy the same arrays in and out with no wait between "
-        "the queues; under libgomp's nvptx plugin a copy out to pageable host memory ends "
-        "before the construct returns (CUDA's rule), so the next region copies in the "
-        "result; pygomp's queue copies out later, after the next region took the host's "
-        "bytes",
     "libgomp.c/address-space-1.c":
         "a __seg_fs variable: host code cannot reach it through a generic pointer (it needs "
         "a device of its own; libgomp alone does not run it either)",
