@@ -34,7 +34,7 @@ MappingError.__module__ = "pygomp.runtime.mapping"     # its public name, in tra
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
                  "dynamic_refcount", "keepalive", "associated", "attached", "saved", "group",
-                 "shared", "flight")
+                 "shared", "flight", "null_data")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -52,6 +52,8 @@ class Entry:
         self.group = None               # struct members: all of them, the owner first
         self.shared = None              # OpenACC struct members: the `Shared` block
         self.flight = None              # its device's `Flight`
+        self.null_data = False          # a Fortran descriptor mapped with a null data
+                                        # pointer (attach.map_descriptor)
 
     def __repr__(self):
         o = owner(self)
