@@ -29,6 +29,15 @@ def write_pointer(dev, dev_addr, value):
     later(_put_word, dev, dev_addr, value)
 
 
+def set_pointer(dev, e, ptr, value):
+    """Write ``value`` into the device copy of the pointer at host address ``ptr`` in
+    entry ``e``, and note the pointer there (host views translate it: `hostview`)."""
+    off = ptr - e.host_start
+    if off not in e.pointers:
+        e.pointers += (off,)
+    write_pointer(dev, e.dev_start + off, value)
+
+
 def _put_word(dev, dev_addr, value):
     word = ctypes.c_uint64(value)
     dev.plugin.host2dev(dev.local, dev_addr, ctypes.addressof(word), PTR)
@@ -226,7 +235,7 @@ def _pointer(region, it):
     if e is None:
         value = _pointer_value(dev, it)
         e = region.create(item, kinds.traits(kinds.ALLOC))
-        write_pointer(dev, e.dev_start, value)
+        set_pointer(dev, e, it.addr, value)
     else:
         region.use(e, item, kinds.traits(kinds.ALLOC))
     region.entries.append(e)
@@ -279,11 +288,10 @@ def map_descriptor(region, items, i) -> int:
     region.args.append(e.dev_start + (it.addr - e.host_start))
     for n, p in enumerate(pointers):
         region.count(e)                 # OpenACC: one reference per pointer, as libgomp
-        slot = e.dev_start + (p.addr - e.host_start)
         if n < len(again):
-            write_pointer(dev, slot, _pointer_value(dev, p))
+            set_pointer(dev, e, p.addr, _pointer_value(dev, p))
         region.entries.append(e)
-        region.args.append(slot)
+        region.args.append(e.dev_start + (p.addr - e.host_start))
     return len(pointers)
 
 
@@ -302,7 +310,7 @@ def always_pointer(region, it, previous):
         value = region.args[-1]
     if value:
         value = (value - it.size) & WORD
-    write_pointer(dev, e.dev_start + (it.addr - e.host_start), value)
+    set_pointer(dev, e, it.addr, value)
     region.entries.append(None)
     region.args.append(0)
 
