@@ -1,7 +1,8 @@
 ! gfortran's array descriptors under OpenMP offload (gfortran -fopenmp -foffload=disable):
 ! allocatable, assumed-shape and pointer arrays, a derived type's pointer component (GCC
 ! 12's OpenMP maps no allocatable components: see acc_arrays.f90), an absent optional argument, an array mapped before it is allocated;
-! target, target data, enter/exit data, update and use_device_addr.  On a device with
+! target, target data, enter/exit data, update and use_device_addr; target teams (libgomp's
+! teams and Fortran routines, inside the region: see tests/c/teams.c).  On a device with
 ! memory of its own the host keeps its values until something copies them back.
 module checks
   implicit none
@@ -20,6 +21,7 @@ end module
 
 module arrays
   use checks
+  use omp_lib
   use iso_c_binding, only: c_loc, c_ptr, c_associated
   implicit none
   integer, parameter :: n = 100
@@ -176,6 +178,21 @@ contains
     !$omp end target data
     call check(c_associated(host, dev) .neqv. separate, __LINE__)
   end subroutine
+
+  subroutine teams()
+    integer :: team_of(64), nteams, i
+    !$omp target teams num_teams(4) map(from: team_of, nteams)
+      if (omp_get_team_num() == 0) nteams = omp_get_num_teams()
+      !$omp distribute
+      do i = 1, 64
+        team_of(i) = omp_get_team_num()
+      end do
+    !$omp end target teams
+    call check(nteams == 4, __LINE__)
+    do i = 1, 64                        ! distribute's blocks, a team each
+      call check(team_of(i) == (i - 1) / 16, __LINE__)
+    end do
+  end subroutine
 end module
 
 program omp_arrays
@@ -196,6 +213,7 @@ program omp_arrays
   call optional_arguments()
   call mapped_before_allocated()
   call use_device_address()
+  call teams()
   if (failed /= 0) then
     write (0, '(i0, a)') failed, ' check(s) failed'
     stop 1
