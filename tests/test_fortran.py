@@ -174,3 +174,14 @@ def test_libgomp_alone_shares_memory(runs, name):
     done = runs[f"{name}-libgomp"]
     _passed(done)
     assert "separate memory F" in done.stdout
+
+
+def test_update_leaves_a_descriptors_device_copy_alone(dev):
+    """target update of a descriptor (TO_PSET, as libgomp: no copy kind) copies nothing:
+    its device copy keeps the device address of the data."""
+    a = np.arange(4.0)
+    d = Descriptor(addr(a))
+    region = mapping.begin(dev, _items(a, d))
+    mapping.update(dev, _items(a, d, kinds.TO)[1:])
+    assert _device_copy(dev, region.args[1])[0] == region.args[0]
+    mapping.end(region)

@@ -369,9 +369,9 @@ def update(dev, items) -> None:
             if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
                 raise error(dev, f"trying to update {span(it.addr, it.size)} when only "
                                  f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
-            if it.kind & kinds.FLAG_TO:
+            if kinds.copies_to(it.kind):    # not a descriptor's TO_PSET: libgomp's rule
                 copy_to(dev, e, it.addr, it.size)
-            if it.kind & kinds.FLAG_FROM:
+            if kinds.copies_from(it.kind):
                 copy_from(dev, e, it.addr, it.size)
 
 
