@@ -54,8 +54,8 @@ class Entry:
         self.flight = None              # its device's `Flight`
         self.null_data = False          # a Fortran descriptor mapped with a null data
                                         # pointer (attach.map_descriptor)
-        self.pointers = ()              # offsets of the pointers that a POINTER item or
-                                        # a descriptor's (TO_PSET) set in its device copy
+        self.pointers = ()              # offsets of the pointers that pointer items
+                                        # (attach.set_pointer) set in its device copy
 
     def __repr__(self):
         o = owner(self)

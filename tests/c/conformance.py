@@ -158,10 +158,11 @@ def fortran(config: Config) -> Config:
 
 
 def fetch(cache: Path) -> Path:
-    """An unpacked libgomp testsuite and include/ of GCC 12 (downloaded once)."""
+    """An unpacked libgomp testsuite, include/ and the goacc tests it includes of GCC 12
+    (downloaded once)."""
     root = cache / "gcc-12"
-    if (root / "libgomp" / "testsuite").is_dir():
-        return root
+    if (root / "gcc" / "testsuite" / "gfortran.dg").is_dir():   # a tree fetched before the
+        return root                                                 # Fortran suites: again
     with tempfile.TemporaryDirectory() as tmp:
         print("fetching gcc-12-source (apt-get download) ...", flush=True)
         subprocess.run(["apt-get", "download", "gcc-12-source"], cwd=tmp, check=True,
