@@ -49,7 +49,8 @@ demo: bytecode
 # The second run repeats the kernel and mapping tests with an allocator that fills freed
 # memory with a pattern, so that C reading memory it does not own fails loudly.
 PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_mapping.py \
-	tests/test_shim.py tests/test_acc.py tests/test_shim_acc.py tests/test_acc_prof.py
+	tests/test_shim.py tests/test_acc.py tests/test_shim_acc.py tests/test_acc_prof.py \
+	tests/test_fortran.py
 
 test: bytecode
 	$(PY) -m pytest -q
