@@ -185,3 +185,22 @@ def test_update_leaves_a_descriptors_device_copy_alone(dev):
     mapping.update(dev, _items(a, d, kinds.TO)[1:])
     assert _device_copy(dev, region.args[1])[0] == region.args[0]
     mapping.end(region)
+
+
+def test_no_create_of_absent_data_skips_its_pointer(dev):
+    """OpenACC's no_create (IF_PRESENT) of absent data maps nothing, and neither does the
+    POINTER item after it (libgomp skips it); both words are host addresses.  Present
+    data is used, and the pointer translated."""
+    a = np.arange(4.0)
+    ptr = ctypes.c_uint64(addr(a))
+    items = [Item(addr(a), a.nbytes, kinds.IF_PRESENT, a),
+             Item(ctypes.addressof(ptr), 0, kinds.POINTER, ptr)]
+    region = mapping.begin(dev, items, acc=True)
+    assert region.args == [addr(a), ctypes.addressof(ptr)] and user_entries(dev) == []
+    mapping.end(region)
+    mapping.enter_data(dev, [Item(addr(a), a.nbytes, kinds.TO, a)], acc=True)
+    region = mapping.begin(dev, items, acc=True)
+    assert dev_read(dev, region.args[1], np.zeros(1, np.uint64))[0] == region.args[0]
+    mapping.end(region)
+    accmap.exit_data(dev, [Item(addr(a), a.nbytes, kinds.DELETE, a)])
+    assert user_entries(dev) == []
