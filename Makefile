@@ -10,9 +10,11 @@ STAMP := $(VENV)/.installed
 # the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14 does not know, and
 # gcc's nvptx offload compiler (gcc-12-offload-nvptx), for the tests of C programs built
 # for NVIDIA GPUs, and Python's headers (python3-dev), with which the OpenCL plugin builds
-# its launches from C. Each OpenCL device proves it works before it is numbered; `python
-# -m pygomp info` lists any that does not, with the reason.
-DEBIAN := pocl-opencl-icd gcc-12-offload-nvptx python3-dev
+# its launches from C, and GCC 12's Fortran compiler (gfortran-12, the gcc whose libgomp ABI
+# the shim exports), for the Fortran programs of the tests and of `make conformance`. Each
+# OpenCL device proves it works before it is numbered; `python -m pygomp info` lists any
+# that does not, with the reason.
+DEBIAN := pocl-opencl-icd gcc-12-offload-nvptx python3-dev gfortran-12
 
 $(STAMP): pyproject.toml
 	@missing=$$(for p in $(DEBIAN); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -48,7 +50,7 @@ demo: bytecode
 # memory with a pattern, so that C reading memory it does not own fails loudly.
 PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_mapping.py \
 	tests/test_shim.py tests/test_acc.py tests/test_shim_acc.py tests/test_acc_prof.py \
-	tests/test_async_order.py
+	tests/test_async_order.py tests/test_fortran.py
 
 test: bytecode
 	$(PY) -m pytest -q

@@ -30,7 +30,8 @@ from runtime_helpers import addr, dev, dev_read, plugin, user_entries  # noqa: F
 HERE = Path(__file__).parent / "c"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "c"
 PROGRAMS = ["maps.c", "tasks.c", "threads.c", "errors.c", "references.cc",
-            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c", "planned.c"]
+            "declare_target.c", "legacy.c", "empty_region.c", "repeat.c", "planned.c",
+            "teams.c"]
 TIMEOUT = 180
 
 
@@ -117,6 +118,8 @@ def _runs(lib, exes):
     runs["profile"] = ([exes["empty_region.c"]], _env(PYGOMP_PROFILE=trace, **pre))
     traced = os.path.join(os.path.dirname(exes["planned.c"]), "planned.json")
     runs["planned-profile"] = ([exes["planned.c"]], _env(PYGOMP_PROFILE=traced, **pre))
+    runs["teams"] = ([exes["teams.c"]], _env(**pre))
+    runs["teams-libgomp"] = ([exes["teams.c"]], _env())
     runs["declare-host"] = ([exes["declare_target.c"], "1"], _env(**pre))
     runs["declare-initial"] = ([exes["declare_target.c"], "1"],
                                _env(PYGOMP_DEVICES="none", **pre))
@@ -132,6 +135,7 @@ def _runs(lib, exes):
     if _opencl_devices():
         runs["declare-opencl"] = ([exes["declare_target.c"], "0"],
                                   _env(PYGOMP_DEVICES="opencl", **pre))
+        runs["teams-opencl"] = ([exes["teams.c"]], _env(PYGOMP_DEVICES="opencl", **pre))
         runs["no-image"] = ([exes["errors.c"], "fallback"],
                             _env(PYGOMP_DEVICES="opencl", PYGOMP_INFO="0x10", **pre))
         runs["no-image-mandatory"] = ([exes["errors.c"], "fallback"],
@@ -162,6 +166,20 @@ def _passed(done):
                                   "planned", "planned-info"])
 def test_program_passes_under_the_shim(runs, name):
     _passed(runs[name])
+
+
+@pytest.mark.parametrize("where", ["host", "opencl", "libgomp"])
+def test_teams_are_libgomps_inside_the_region(runs, where):
+    """teams.c: GOMP_teams4, GOMP_teams_reg and omp_get_num_teams/team_num are not the
+    shim's; a region runs inside libgomp's own host fallback, so its teams are libgomp's
+    (num_teams, thread_limit, distribute's blocks a team each) on every device, as under
+    libgomp alone; on the host device the region is still the device's."""
+    key = "teams" if where == "host" else f"teams-{where}"
+    if key not in runs:
+        pytest.skip("no OpenCL device works here (tests/test_probe.py says why)")
+    _passed(runs[key])
+    if where == "host":
+        assert runs[key].stdout == "initial 0 device 0\n"
 
 
 def test_regions_in_loops_are_reported_each_time(runs):

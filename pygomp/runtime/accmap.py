@@ -164,7 +164,7 @@ def device_memory(dev):
     memory through the map: the device ranges ``(start, end)`` of the mapped entries
     (acc_map_data's and associated ones too, not images'; a struct's members as one range
     from the first to the last, holes included), and the device addresses of the
-    pointers attached in them."""
+    pointers attached or set (by pointer and descriptor items) in them."""
     spans, slots = {}, []
     with dev.lock:
         for e in dev.map:
@@ -174,7 +174,7 @@ def device_memory(dev):
             key = id(block(e))
             old = spans.get(key, (lo, hi))
             spans[key] = (min(lo, old[0]), max(hi, old[1]))
-            slots += [e.dev_start + off for off in e.attached or ()]
+            slots += [e.dev_start + off for off in (*(e.attached or ()), *e.pointers)]
     return list(spans.values()), slots
 
 

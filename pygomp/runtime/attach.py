@@ -29,6 +29,15 @@ def write_pointer(dev, dev_addr, value):
     later(_put_word, dev, dev_addr, value)
 
 
+def set_pointer(dev, e, ptr, value):
+    """Write ``value`` into the device copy of the pointer at host address ``ptr`` in
+    entry ``e``, and note the pointer there (host views translate it: `hostview`)."""
+    off = ptr - e.host_start
+    if off not in e.pointers:
+        e.pointers += (off,)
+    write_pointer(dev, e.dev_start + off, value)
+
+
 def _put_word(dev, dev_addr, value):
     word = ctypes.c_uint64(value)
     dev.plugin.host2dev(dev.local, dev_addr, ctypes.addressof(word), PTR)
@@ -204,26 +213,86 @@ def _new_struct(region, members, lo, hi):
     return group
 
 
+def _pointer_value(dev, it):
+    """The device address that the device copy of the pointer at ``it.addr`` gets: that
+    of its target (looked up at target + bias, the item's size), NULL for NULL."""
+    target = read_pointer(it.addr)
+    value = 0 if target == 0 else _device_address(dev, target, it.size)
+    if value is None:
+        if kinds.base(it.kind) != kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION:
+            raise error(dev, f"Pointer target of array section wasn't mapped (the "
+                             f"pointer at {it.addr:#x} holds {target:#x})")
+        value = 0
+    return value
+
+
 def _pointer(region, it):
     """POINTER: the pointer variable at ``it.addr`` is mapped too; a new device copy
-    holds the device address of its target (looked up at target + bias, the size)."""
+    holds the device address of its target."""
     dev = region.dev
     item = Item(it.addr, PTR, kinds.ALLOC, it.obj)
     e = dev.map.find(it.addr, it.addr + PTR)
     if e is None:
-        target = read_pointer(it.addr)
-        value = 0 if target == 0 else _device_address(dev, target, it.size)
-        if value is None:
-            if kinds.base(it.kind) != kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION:
-                raise error(dev, f"Pointer target of array section wasn't mapped (the "
-                                 f"pointer at {it.addr:#x} holds {target:#x})")
-            value = 0
+        value = _pointer_value(dev, it)
         e = region.create(item, kinds.traits(kinds.ALLOC))
-        write_pointer(dev, e.dev_start, value)
+        set_pointer(dev, e, it.addr, value)
     else:
         region.use(e, item, kinds.traits(kinds.ALLOC))
     region.entries.append(e)
     region.args.append(e.dev_start + (it.addr - e.host_start))
+
+
+_DATA_POINTERS = {kinds.POINTER, kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION,
+                  kinds.ALWAYS_POINTER}
+
+
+def _data_pointers(items, i):
+    """The items after the descriptor ``items[i]`` (TO_PSET) that are its data pointers:
+    pointer kinds at addresses inside it."""
+    d, n = items[i], 0
+    for p in items[i + 1:]:
+        if (kinds.base(p.kind) not in _DATA_POINTERS or p.addr < d.addr
+                or p.addr + PTR > d.addr + d.size):
+            break
+        n += 1
+    return items[i + 1:i + 1 + n]
+
+
+def map_descriptor(region, items, i) -> int:
+    """TO_PSET: the Fortran array descriptor (gfortran's) ``items[i]``, mapped as ``to``,
+    with the items of its data pointers after it (`_data_pointers`; returns their
+    number): each uses the descriptor's entry, and a new device copy's pointers get the
+    device addresses of their targets.  A descriptor found mapped keeps its device copy,
+    except as libgomp does: it is copied again, and its leading pointers set, where they
+    are ALWAYS_POINTERs or (an array mapped while unallocated) where it was mapped with
+    a null data pointer and they are non-null now.  A non-null pointer whose target is
+    not mapped is an error."""
+    it, pointers = items[i], _data_pointers(items, i)
+    dev = region.dev
+    e = dev.map.find(it.addr, it.addr + it.size)
+    if e is None:
+        e = region.create(it, kinds.traits(kinds.TO))
+        e.null_data = any(read_pointer(p.addr) == 0 for p in pointers)
+        again = pointers
+    else:
+        region.use(e, it, kinds.traits(kinds.ALLOC))
+        again = []
+        for p in pointers if e.dev_start != e.host_start else ():
+            if kinds.base(p.kind) != kinds.ALWAYS_POINTER and not (
+                    e.null_data and read_pointer(p.addr)):
+                break
+            again.append(p)
+        if again:
+            copy_to(dev, e, it.addr, it.size)
+    region.entries.append(e)
+    region.args.append(e.dev_start + (it.addr - e.host_start))
+    for n, p in enumerate(pointers):
+        region.count(e)                 # OpenACC: one reference per pointer, as libgomp
+        if n < len(again):
+            set_pointer(dev, e, p.addr, _pointer_value(dev, p))
+        region.entries.append(e)
+        region.args.append(e.dev_start + (p.addr - e.host_start))
+    return len(pointers)
 
 
 def always_pointer(region, it, previous):
@@ -241,7 +310,7 @@ def always_pointer(region, it, previous):
         value = region.args[-1]
     if value:
         value = (value - it.size) & WORD
-    write_pointer(dev, e.dev_start + (it.addr - e.host_start), value)
+    set_pointer(dev, e, it.addr, value)
     region.entries.append(None)
     region.args.append(0)
 

@@ -34,7 +34,7 @@ MappingError.__module__ = "pygomp.runtime.mapping"     # its public name, in tra
 class Entry:
     __slots__ = ("host_start", "host_end", "dev_start", "alloc", "refcount",
                  "dynamic_refcount", "keepalive", "associated", "attached", "saved", "group",
-                 "shared", "flight")
+                 "shared", "flight", "null_data", "pointers")
 
     def __init__(self, host_start, host_end, dev_start, alloc=0, refcount=0,
                  dynamic_refcount=0, keepalive=None, associated=False):
@@ -52,6 +52,10 @@ class Entry:
         self.group = None               # struct members: all of them, the owner first
         self.shared = None              # OpenACC struct members: the `Shared` block
         self.flight = None              # its device's `Flight`
+        self.null_data = False          # a Fortran descriptor mapped with a null data
+                                        # pointer (attach.map_descriptor)
+        self.pointers = ()              # offsets of the pointers that pointer items
+                                        # (attach.set_pointer) set in its device copy
 
     def __repr__(self):
         o = owner(self)

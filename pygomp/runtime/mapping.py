@@ -152,6 +152,8 @@ def begin(dev, items, acc=False, dynamic=False) -> Region:
                     i += it.size
                 elif it.kind == kinds.ALWAYS_POINTER:
                     attach.always_pointer(region, it, items[i - 1] if i else None)
+                elif it.kind in _GROUPS:        # with the items that belong to it
+                    i += _GROUPS[it.kind](region, items, i)
                 else:
                     _map_item(region, it)
                 i += 1
@@ -367,20 +369,28 @@ def update(dev, items) -> None:
             if not (e.host_start <= it.addr and it.addr + it.size <= e.host_end):
                 raise error(dev, f"trying to update {span(it.addr, it.size)} when only "
                                  f"[{e.host_start:#x}..{e.host_end:#x}) is mapped")
-            if it.kind & kinds.FLAG_TO:
+            if kinds.copies_to(it.kind):    # not a descriptor's TO_PSET: libgomp's rule
                 copy_to(dev, e, it.addr, it.size)
-            if it.kind & kinds.FLAG_FROM:
+            if kinds.copies_from(it.kind):
                 copy_from(dev, e, it.addr, it.size)
 
 
-def _if_present(region, it):
+def _if_present(region, items, i) -> int:
     """IF_PRESENT (OpenACC's no_create): present data is used as with alloc; absent
-    data is not mapped, and the region gets its host address."""
-    if region.dev.map.find(it.addr, it.addr + it.size) is None:
-        region.entries.append(None)
-        region.args.append(it.addr)
-    else:
+    data is not mapped, and the region gets its host address, as it does for the
+    POINTER item that may follow (not mapped either, as libgomp skips it).  Returns
+    the number of items after ``items[i]`` it took."""
+    it = items[i]
+    if region.dev.map.find(it.addr, it.addr + it.size) is not None:
         _map_item(region, it._replace(kind=kinds.ALLOC))
+        return 0
+    region.entries.append(None)
+    region.args.append(it.addr)
+    if i + 1 < len(items) and items[i + 1].kind == kinds.POINTER:
+        region.entries.append(None)
+        region.args.append(items[i + 1].addr)
+        return 1
+    return 0
 
 
 def _deviceptr(region, it):
@@ -390,9 +400,15 @@ def _deviceptr(region, it):
 
 
 _SPECIAL = {**attach.HANDLERS,       # handled one item at a time
-            kinds.IF_PRESENT: _if_present, kinds.FORCE_DEVICEPTR: _deviceptr}
-_ENTER_SPECIAL = {kinds.FORCE_PRESENT, kinds.STRUCT, kinds.ALWAYS_POINTER, kinds.POINTER,
-                  kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION, kinds.ATTACH,
+            kinds.FORCE_DEVICEPTR: _deviceptr}
+# kinds (implicit or not) handled with the items after them: handler(region, items, i)
+# -> how many it took
+_GROUPS = {k | implicit: handler
+           for k, handler in {kinds.TO_PSET: attach.map_descriptor,
+                              kinds.IF_PRESENT: _if_present}.items()
+           for implicit in (0, kinds.IMPLICIT)}
+_ENTER_SPECIAL = {kinds.FORCE_PRESENT, kinds.STRUCT, kinds.TO_PSET, kinds.ALWAYS_POINTER,
+                  kinds.POINTER, kinds.POINTER_TO_ZERO_LENGTH_ARRAY_SECTION, kinds.ATTACH,
                   kinds.ATTACH_ZERO_LENGTH_ARRAY_SECTION, kinds.ZERO_LEN_ARRAY_SECTION}
 
 

@@ -5,13 +5,15 @@
 `make conformance` runs this (it is not part of `make test`).  It fetches GCC 12's
 source package with ``apt-get download gcc-12-source`` (into PYGOMP_CACHE_DIR; nothing
 of it is committed; --src names an unpacked gcc-12 tree instead), checks pygomp's map
-kinds against gomp-constants.h, and builds and runs the run tests of three directories
-with ``-foffload=disable`` and each test's own options:
+kinds against gomp-constants.h, and builds and runs the run tests of five directories
+with ``-foffload=disable``, ``-O2`` and each test's own options (Fortran's with
+gfortran-12, or gfortran; without either they are not run, and it says so):
 
-- libgomp.c and libgomp.c-c++-common (those that use an offload construct or routine),
-  built with ``-fopenmp``: under libgomp alone (its host fallback, shared memory) and
-  under the shim on the host device (separate memory);
-- libgomp.oacc-c-c++-common, built with ``-fopenacc`` as libgomp's testsuite builds it
+- libgomp.c, libgomp.c-c++-common and libgomp.fortran (those that use an offload
+  construct or routine), built with ``-fopenmp``: under libgomp alone (its host
+  fallback, shared memory) and under the shim on the host device (separate memory);
+- libgomp.oacc-c-c++-common and libgomp.oacc-fortran, built with ``-fopenacc`` as
+  libgomp's testsuite builds them
   for its host (``-DACC_DEVICE_TYPE_host=1 -DACC_MEM_SHARED=1``, ACC_DEVICE_TYPE=host)
   for libgomp alone, and as for a device with memory of its own
   (``-DACC_DEVICE_TYPE_host=1 -DACC_MEM_SHARED=0``: its regions are host code, its
@@ -28,7 +30,6 @@ are understood.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import re
 import shutil
@@ -40,13 +41,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+from dejagnu import directives, flags_match, holds, tcl, words
 from pygomp import shim
 from pygomp.runtime import env, kinds
 
-OPENMP_SUITES = ("libgomp.c", "libgomp.c-c++-common")
+OPENMP_SUITES = ("libgomp.c", "libgomp.c-c++-common", "libgomp.fortran")
 OPENACC_SUITE = "libgomp.oacc-c-c++-common"
-OFFLOAD = re.compile(r"#\s*pragma\s+omp\s+(target|declare\s+target)\b|\bomp_target_\w+\s*\("
-                     r"|\bomp_get_num_devices\b|\bomp_is_initial_device\b")
+OPENACC_SUITES = (OPENACC_SUITE, "libgomp.oacc-fortran")
+_ROUTINES = r"|\bomp_target_\w+\s*\(|\bomp_get_num_devices\b|\bomp_is_initial_device\b"
+OFFLOAD = re.compile(r"#\s*pragma\s+omp\s+(target|declare\s+target)\b" + _ROUTINES)
+OFFLOAD_FORTRAN = re.compile(r"!\$omp\s+(target|declare\s+target)\b" + _ROUTINES, re.I)
+FORTRAN_SOURCE = re.compile(r"\.[fF](|90|95|03|08)$")     # libgomp's fortran.exp's
 TIMEOUT = 120
 
 # Why a test fails only because memory is separate.  The program's declare target
@@ -61,6 +66,11 @@ SEPARATE_MEMORY = {
     "libgomp.c/declare-variant-2.c": "the region's host code calls the variants selected for "
                                      "device={kind(host)}, which abort unless "
                                      "omp_is_initial_device(); on the host device it is 0",
+    "libgomp.fortran/map-alloc-ptr-2.f90":
+        "the data pointers of declare target descriptors: on the host device the "
+        "descriptor is the host's own, so a region's always_pointer cannot point it to "
+        "the device's copy of the data; the region writes the host's data, and the copy "
+        "back of the device's copy overwrites it",
 }
 # Why an OpenACC test needs a real accelerator (code compiled for it).
 _ONE_GANG = ("on the host one gang runs the region (GCC's host code), where a device runs "
@@ -71,6 +81,7 @@ NEEDS_DEVICE = {f"{OPENACC_SUITE}/{t}": why for t, why in {
     "if-1.c": "acc_on_device(acc_device_host) in the region: GCC folds it to the host's "
               "answer in host code, where the data is the device's",
 }.items()}
+NEEDS_DEVICE["libgomp.oacc-fortran/if-1.f90"] = NEEDS_DEVICE[f"{OPENACC_SUITE}/if-1.c"]
 _HOST_DEVICE = ("the host device answers acc_device_host (GCC 12 has no host_nonshm) but "
                 "has memory of its own: the test expects libgomp's host (no data or launch "
                 "events, async ignored) and gets the events of the host device's maps and "
@@ -82,6 +93,14 @@ KNOWN = {
     f"{OPENACC_SUITE}/acc_map_data-device_already-3.c":
         "acc_map_data of a device address already mapped (a declared variable's) is "
         "refused, as OpenACC says; the test expects libgomp's missing check (PR92888)",
+    "libgomp.oacc-fortran/declare-5.f90":
+        "acc declare device_resident of COMMON blocks: GCC 12 emits nothing for them "
+        "(PR92790; libgomp's testsuite expects it to fail on devices with memory of "
+        "their own), so their variables are not present",
+    "libgomp.oacc-fortran/deep-copy-6-no_finalize.F90":
+        "expects the host to see a device pointer (an attachment left without "
+        "finalize, copied back with its struct); pygomp never copies an attached "
+        "pointer back, so the host keeps its own",
     "libgomp.c/address-space-1.c":
         "a __seg_fs variable: host code cannot reach it through a generic pointer (it needs "
         "a device of its own; libgomp alone does not run it either)",
@@ -102,14 +121,15 @@ PROBES = {
 # (weak_undefined: a weak undefined function links and is NULL here).
 HAVE = frozenset({"vect_simd_clones", "lto", "tls_runtime", "__float128", "weak_undefined",
                   "large_long_double", "c", "alias"})
-TRIPLET = "x86_64-pc-linux-gnu"
 
 
 class Config(NamedTuple):
-    """How a test is built: its flags and the effective targets its selectors see."""
+    """How a test is built: its flags, the effective targets its selectors see and the
+    compiler (a Fortran one for Fortran's suites)."""
     name: str
     flags: tuple
     have: frozenset
+    compiler: str = "gcc"
 
 
 OPENMP = Config("openmp", ("-fopenmp",), HAVE)
@@ -118,11 +138,23 @@ ACC_HOST = Config("acc-host", ("-fopenacc", "-DACC_DEVICE_TYPE_host=1", "-DACC_M
 ACC_DEVICE = Config("acc-device", ("-fopenacc", "-DACC_DEVICE_TYPE_host=1",
                                    "-DACC_MEM_SHARED=0"), HAVE)
 
+
+def gfortran():
+    """The Fortran compiler of GCC 12 (gfortran-12, else gfortran), or None."""
+    return shutil.which("gfortran-12") or shutil.which("gfortran")
+
+
+def fortran(config: Config) -> Config:
+    """``config`` for Fortran's tests."""
+    return config._replace(name="f-" + config.name, compiler=gfortran())
+
+
 def fetch(cache: Path) -> Path:
-    """An unpacked libgomp testsuite and include/ of GCC 12 (downloaded once)."""
+    """An unpacked libgomp testsuite, include/ and the goacc tests it includes of GCC 12
+    (downloaded once)."""
     root = cache / "gcc-12"
-    if (root / "libgomp" / "testsuite").is_dir():
-        return root
+    if (root / "gcc" / "testsuite" / "gfortran.dg").is_dir():   # a tree fetched before the
+        return root                                                 # Fortran suites: again
     with tempfile.TemporaryDirectory() as tmp:
         print("fetching gcc-12-source (apt-get download) ...", flush=True)
         subprocess.run(["apt-get", "download", "gcc-12-source"], cwd=tmp, check=True,
@@ -132,7 +164,8 @@ def fetch(cache: Path) -> Path:
         tarball = next(Path(tmp, "x/usr/src/gcc-12").glob("gcc-12*.tar.*"))
         subprocess.run(["tar", "-xf", str(tarball), "-C", tmp, "--wildcards",
                         "*/libgomp/testsuite/*", "*/include/gomp-constants.h",
-                        "*/gcc/testsuite/c-c++-common/goacc/*"], check=True)
+                        "*/gcc/testsuite/c-c++-common/goacc/*",
+                        "*/gcc/testsuite/gfortran.dg/goacc/*"], check=True)
         unpacked = next(p for p in Path(tmp).glob("gcc-12*") if p.is_dir())
         root.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(root, ignore_errors=True)
@@ -174,117 +207,11 @@ def check_constants(header: Path) -> list[str]:
     return problems
 
 
-def _tcl(s: str) -> str:
-    """A Tcl double-quoted string's backslash substitutions."""
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r", "t": "\t"}.get(m.group(1),
-                                                                           m.group(1)), s)
-
-
-def _words(text: str) -> list[str]:
-    """A Tcl list: "quoted" strings (backslashes kept), {braced} groups, bare words."""
-    out, i = [], 0
-    while i < len(text):
-        c = text[i]
-        if c.isspace():
-            i += 1
-        elif c == '"':
-            j = i + 1
-            while j < len(text) and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i + 1:j])
-            i = j + 1
-        elif c == "{":
-            depth, j = 1, i + 1
-            while j < len(text) and depth:
-                depth += {"{": 1, "}": -1}.get(text[j], 0)
-                j += 1
-            out.append(text[i + 1:j - 1].strip())
-            i = j
-        else:
-            j = i
-            while j < len(text) and not text[j].isspace():
-                j += 1
-            out.append(text[i:j])
-            i = j
-    return out
-
-
-def _directives(text: str):
-    """(name, arguments) of each ``{ dg-name arguments }``, braces and quotes balanced
-    (the rest of its line, a comment, is not part of it)."""
-    for m in re.finditer(r"\{\s*dg-([\w-]+)", text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            c = text[i]
-            if c == '"':
-                i += 1
-                while i < len(text) and text[i] != '"':
-                    i += 2 if text[i] == "\\" else 1
-            elif c in "{}":
-                depth += 1 if c == "{" else -1
-            i += 1
-        yield m.group(1), text[m.end():i - 1].strip()
-
-
-def _holds(selector: str, have, probes: list) -> bool:
-    """Whether a DejaGnu target selector holds: triplet globs, effective targets in
-    ``have``, ``!``, ``&&``, ``||`` and braces (juxtaposed terms: any of them).  A probe
-    name is added to ``probes`` and counts as true (the probe decides at run time)."""
-    tokens = re.findall(r"\|\||&&|!|[{}()]|[^\s{}()!|&]+", selector)
-    pos = [0]
-
-    def peek():
-        return tokens[pos[0]] if pos[0] < len(tokens) else None
-
-    def take():
-        pos[0] += 1
-        return tokens[pos[0] - 1]
-
-    def any_of():
-        v = all_of()
-        while peek() not in (None, "}", ")"):
-            if peek() == "||":
-                take()
-            w = all_of()
-            v = v or w
-        return v
-
-    def all_of():
-        v = one()
-        while peek() == "&&":
-            take()
-            w = one()
-            v = v and w
-        return v
-
-    def one():
-        t = take()
-        if t == "!":
-            return not one()
-        if t in ("{", "("):
-            v = any_of()
-            take()
-            return v
-        if t in PROBES:
-            probes.append(t)
-            return True
-        if t.count("-") >= 2:
-            return fnmatch.fnmatch(TRIPLET, t)
-        return t in have
-
-    return any_of() if tokens else True
-
-
-def _flags_match(patterns: str, flags) -> bool:
-    return any(p == "*" or any(fnmatch.fnmatch(f, p) for f in flags)
-               for p in _words(patterns) if p)
-
-
 class Test:
     """One test file as one build configuration sees it."""
 
     def __init__(self, path: Path, root: Path, config: Config):
-        self.path, self.config = path, config
+        self.path, self.config, self.root = path, config, root
         self.name = str(path.relative_to(root))
         self.options, self.sources, self.env, self.output = [], [], {}, ""
         self.shouldfail = self.xfail = False
@@ -292,8 +219,8 @@ class Test:
         self.probes = []                   # effective targets decided by running probes
         later = []                         # skip-if, xfail-run-if: need the options
         text = path.read_text(errors="replace")
-        for d, rest in _directives(text):
-            args = _words(rest)
+        for d, rest in directives(text):
+            args = words(rest)
             if d in ("skip-if", "xfail-run-if"):
                 later.append((d, args))
             else:
@@ -301,14 +228,14 @@ class Test:
         flags = [*config.flags, "-O2", *self.options]
         for d, args in later:
             sel, inc, exc = (args[1:] + ["*-*-*", '"*"', '""'][len(args) - 1:])[:3]
-            if self._holds(sel) and _flags_match(inc, flags) and not _flags_match(exc, flags):
+            if self._holds(sel) and flags_match(inc, flags) and not flags_match(exc, flags):
                 if d == "skip-if":
                     self.skip = self.skip or f"dg-skip-if {{{sel}}} {{{inc}}} {{{exc}}}"
                 else:
                     self.xfail = True
 
     def _holds(self, selector):
-        return _holds(selector, self.config.have, self.probes)
+        return holds(selector, self.config.have, PROBES, self.probes)
 
     def _target(self, args, i) -> bool:
         """Whether the optional ``{ target SELECTOR }`` at args[i] holds."""
@@ -338,16 +265,21 @@ class Test:
                 self.shouldfail = True
         elif d == "output":
             if args and self._target(args, 1):
-                self.output += _tcl(args[0])
+                self.output += tcl(args[0])
         elif d == "set-target-env-var":
             self.env[args[0]] = args[1]
 
     def build(self, work: Path):
-        exe = work / f"{self.config.name}__{self.name.replace('/', '__').replace('.c', '')}"
+        exe = work / f"{self.config.name}__{self.name.replace('/', '__').replace('.', '_')}"
         srcs = [str(self.path)] + [str(self.path.parent / s) for s in self.sources]
-        include = self.path.parents[3] / "include"         # gomp-constants.h
-        cmd = ["gcc", *self.config.flags, "-foffload=disable", "-O2", *self.options, *srcs,
-               f"-I{self.path.parent}", f"-I{include}", "-o", str(exe), "-lm"]
+        include = self.root.parents[1] / "include"          # gomp-constants.h
+        modules = []                        # Fortran's .mod files: a folder per test
+        if self.config.compiler != "gcc":
+            Path(f"{exe}.mod").mkdir()
+            modules = [f"-J{exe}.mod"]
+        cmd = [self.config.compiler, *self.config.flags, "-foffload=disable", "-O2",
+               *self.options, *srcs, f"-I{self.path.parent}", f"-I{include}", *modules,
+               "-o", str(exe), "-lm"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         return (str(exe), None) if done.returncode == 0 else (None, done.stderr[-2000:])
 
@@ -373,6 +305,7 @@ def run(exe, environ):
 
 
 RUNTIMES = ("libgomp", "shim")
+SUITES = (*OPENMP_SUITES, *OPENACC_SUITES)
 
 
 def runs(suite: str, lib: str) -> dict:
@@ -382,12 +315,29 @@ def runs(suite: str, lib: str) -> dict:
             if not k.startswith(("OMP_", "PYGOMP_", "ACC_", "LD_PRELOAD"))}
     shim_host = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="host")
     shim_initial = dict(base, LD_PRELOAD=lib, PYGOMP_DEVICES="none")
-    if suite == OPENACC_SUITE:
-        return {"libgomp": (ACC_HOST, dict(base, ACC_DEVICE_TYPE="host")),
-                "shim": (ACC_DEVICE, shim_host),
-                "shim-initial": (ACC_HOST, dict(shim_initial, ACC_DEVICE_TYPE="host"))}
-    return {"libgomp": (OPENMP, base), "shim": (OPENMP, shim_host),
-            "shim-initial": (OPENMP, shim_initial)}
+    if suite in OPENACC_SUITES:
+        out = {"libgomp": (ACC_HOST, dict(base, ACC_DEVICE_TYPE="host")),
+               "shim": (ACC_DEVICE, shim_host),
+               "shim-initial": (ACC_HOST, dict(shim_initial, ACC_DEVICE_TYPE="host"))}
+    else:
+        out = {"libgomp": (OPENMP, base), "shim": (OPENMP, shim_host),
+               "shim-initial": (OPENMP, shim_initial)}
+    if "fortran" in suite:
+        out = {rt: (fortran(config), e) for rt, (config, e) in out.items()}
+    return out
+
+
+def sources(suite_dir: Path, suite: str):
+    """A suite's test files, and of OpenMP's those that use an offload construct or
+    routine."""
+    if "fortran" in suite:
+        files, offload = (p for p in suite_dir.rglob("*") if FORTRAN_SOURCE.search(p.name)), \
+            OFFLOAD_FORTRAN
+    else:
+        files, offload = suite_dir.rglob("*.c"), OFFLOAD
+    for p in sorted(files):
+        if suite in OPENACC_SUITES or offload.search(p.read_text(errors="replace")):
+            yield p
 
 
 def probe(work: Path, envs) -> dict:
@@ -417,11 +367,14 @@ def main(argv=None) -> int:
     tests_root = root / "libgomp" / "testsuite"
     lib = shim.path()
     cases = {}                      # (suite, name) -> {runtime: (Test, environment)}
-    for suite in (*OPENMP_SUITES, OPENACC_SUITE):
+    for suite in SUITES:
+        if "fortran" in suite and not gfortran():
+            print(f"{suite}: not run: no gfortran-12 or gfortran on PATH (`make` installs "
+                  f"Debian's gfortran-12 as root)")
+            continue
         ways = runs(suite, lib)
-        for p in sorted((tests_root / suite).rglob("*.c")):
-            if args.k not in str(p.relative_to(tests_root)) or (
-                    suite != OPENACC_SUITE and not OFFLOAD.search(p.read_text(errors="replace"))):
+        for p in sources(tests_root / suite, suite):
+            if args.k not in str(p.relative_to(tests_root)):
                 continue
             seen = {}
             cases[suite, str(p.relative_to(tests_root))] = {
@@ -460,10 +413,12 @@ def _again(initial, k) -> str:
 
 
 def report(cases, built, results, initial, verbose) -> int:
-    for suite in (*OPENMP_SUITES, OPENACC_SUITE):
+    for suite in SUITES:
         keys = [k for k in cases if k[0] == suite]
+        if not keys:
+            continue
         print(f"\n{suite}: {len(keys)} tests"
-              + ("" if suite == OPENACC_SUITE else " that use an offload construct or routine"))
+              + ("" if suite in OPENACC_SUITES else " that use an offload construct or routine"))
         print(f"{'':28s}{'libgomp alone':>16s}{'libpygomp.so':>16s}")
         rows = (("passed", lambda k, rt, t: results.get((k, rt)) is True),
                 ("failed", lambda k, rt, t: results.get((k, rt)) is False),
