@@ -54,7 +54,7 @@ import numpy as np
 from . import kernel_cache
 from .errors import CompileError
 from .runtime import devices, env, images, kinds, mapping
-from .repeats import MISS, Repeat
+from .repeats import MISS, Repeat, address
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -339,7 +339,7 @@ class Spec:
             if not a.flags.writeable:       # nothing may be copied back into it
                 self.refuse_read_only(pos)
                 how &= ~kinds.FLAG_FROM
-            add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
+            add(_Item(address(a), a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
         for dtype in self.rets:         # a returned tuple's values, fresh per call
             out = np.zeros(1, dtype)
