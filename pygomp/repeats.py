@@ -1,8 +1,8 @@
 """A kernel call that repeats on one device (`Repeat`): what it checks each time (the
-same arrays, still writeable, of the same shapes; on the initial device, which uses
-arrays in place, any writeable C-contiguous ndarrays of the same dtypes and ranks;
-scalars of the same types), in straight-line code made once per argument layout, and
-its prepared `calls.Call`."""
+same arrays, still writeable, of the same shapes, or for the initial device, which
+uses arrays in place, any writeable, aligned, C-contiguous ndarrays of the same dtypes
+and ranks; scalars of the same types), in straight-line code made once per argument
+layout, and its prepared `calls.Call`."""
 from __future__ import annotations
 
 import ctypes
@@ -26,13 +26,14 @@ class Repeat:
     the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
     that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
     result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
-    writeable, of the same shapes; on the initial device, arrays like them) and scalars
-    of the same types while the call's look-up is fresh, and returns its result; else
-    it returns `MISS` and runs nothing.
+    writeable, of the same shapes; with ``alike``, for the initial device, which uses
+    arrays in place: any arrays like them) and scalars of the same types while the
+    call's look-up is fresh, and returns its result; else it returns `MISS` and runs
+    nothing.
     Its code is made at the first attempt: a call that never repeats does without it."""
     __slots__ = ("arrays", "call", "result", "attempt", "_layout", "_cells")
 
-    def __init__(self, spec, dev, args, items, launch):
+    def __init__(self, spec, dev, args, items, launch, alike=False):
         dtype = spec.ret_dtype
         self.result = None if dtype is None else \
             struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
@@ -41,7 +42,7 @@ class Repeat:
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
             if is_array:
                 self.arrays.append(pos)
-                if dev.is_initial:      # used in place: any array of its dtype and rank
+                if alike:               # any array of its dtype and rank (in place)
                     layout.append(-1)
                     cells += (a.dtype, a.ndim)
                     slots += range(i, i + 1 + a.ndim)
@@ -100,8 +101,7 @@ def _attempts(layout, result):
         elif n < 0:             # a new array is fine: its address and extents are words
             names += (f"d{pos}", f"n{pos}")
             body.append(f"if type({a}) is not ndarray or {a}.dtype is not d{pos} or "
-                        f"{a}.ndim != n{pos} or not ({a}.flags.c_contiguous and "
-                        f"{a}.flags.writeable):")
+                        f"{a}.ndim != n{pos} or not {a}.flags.carray:")
             words += (f"address({a})", f"*{a}.shape")
         else:
             names += (f"t{pos}", f"w{pos}")
@@ -112,11 +112,12 @@ def _attempts(layout, result):
     args = "".join(f"a{pos}, " for pos in range(len(layout)))
     src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
            f"    def attempt(args):\n"
-           f"        if len(args) != {len(layout)} or not fresh():\n"
+           f"        if len(args) != {len(layout)}:\n"
            f"            return MISS\n"
            + (f"        {args}= args\n" if layout else "")
            + "".join(f"        {line}\n" for line in body)
-           + f"        return {f'finish({run})' if result else run}\n"
+           + "        if not fresh():\n            return MISS\n"     # the arguments first:
+           + f"        return {f'finish({run})' if result else run}\n"    # a miss costs less
            f"    return attempt\n")
     ns = {"MISS": MISS, "ndarray": np.ndarray, "address": address}
     exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)
