@@ -77,8 +77,8 @@ def main(argv=None):
         kind = "the initial device" if d.is_initial else f"{d.plugin.name}: {d.info.name}"
         print(f"  device {d.number}: {kind}")
     cols = ["Nb /C"] * nb + [f"{w} dev{d.number}" for d in devs for w in ("/C", "/Nb")[:1 + nb]]
-    head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + f"{'Nb ms':>9}{'/C':>6}" * nb + "".join(
-        f"{f'dev{d.number} ms':>11}{'/C':>6}" + f"{'/Nb':>6}" * nb for d in devs)
+    head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + f"{'Nb ms':>9}{'/C':>7}" * nb + "".join(
+        f"{f'dev{d.number} ms':>11}{'/C':>7}" + f"{'/Nb':>7}" * nb for d in devs)
     print(head)
     print("-" * len(head))
     ratios = {c: [] for c in cols}
@@ -88,7 +88,8 @@ def main(argv=None):
         size = "x".join(str(v) for v in b.sizes[args.size].values())
         with ExitStack() as stack:
             variants = [stack.enter_context(Variant(b, data))]
-            variants += [stack.enter_context(Variant(b, data, numba=True))] * nb
+            if nb:
+                variants.append(stack.enter_context(Variant(b, data, numba=True)))
             variants += [stack.enter_context(Variant(b, data, d)) for d in devs]
             bad = check(b, data, variants, args.size)
             if bad:
@@ -100,13 +101,13 @@ def main(argv=None):
         row = f"{b.name:<15}{size:>16}{t_c * 1e3:>9.2f}"
         for t in t_nb:
             ratios["Nb /C"].append(t / t_c)
-            row += f"{t * 1e3:>9.2f}{t / t_c:>6.2f}"
+            row += f"{t * 1e3:>9.2f}{t / t_c:>7.2f}"
         for d, t in zip(devs, t_pg):
             ratios[f"/C dev{d.number}"].append(t / t_c)
-            row += f"{t * 1e3:>11.2f}{t / t_c:>6.2f}"
+            row += f"{t * 1e3:>11.2f}{t / t_c:>7.2f}"
             for tn in t_nb:
                 ratios[f"/Nb dev{d.number}"].append(t / tn)
-                row += f"{t / tn:>6.2f}"
+                row += f"{t / tn:>7.2f}"
         print(row, flush=True)
     print("-" * len(head))
     print("geometric means: " + ", ".join(
