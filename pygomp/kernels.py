@@ -54,7 +54,7 @@ import numpy as np
 from . import kernel_cache
 from .errors import CompileError
 from .runtime import devices, env, images, kinds, mapping
-from .repeats import MISS, Repeat
+from .repeats import MISS, Repeat, address
 from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
@@ -211,6 +211,7 @@ class Spec:
             else:
                 self.steps.append((False, _word(t), pname))
         self.repeats = {}         # device -> the `Repeat` of its last call
+        self.alike = {}           # the initial device -> a `Repeat` for arrays like those
 
     @property
     def ir(self):
@@ -339,7 +340,7 @@ class Spec:
             if not a.flags.writeable:       # nothing may be copied back into it
                 self.refuse_read_only(pos)
                 how &= ~kinds.FLAG_FROM
-            add(_Item(a.ctypes.data, a.nbytes, how, a, pname))
+            add(_Item(address(a), a.nbytes, how, a, pname))
             items += [_Item(n, 0, _FPI, None) for n in a.shape]
         for dtype in self.rets:         # a returned tuple's values, fresh per call
             out = np.zeros(1, dtype)
@@ -446,7 +447,7 @@ class Kernel:
         self.depend = depend
         self._specs = {}
         self._last = None           # the specialization of the previous call
-        self._hit = None            # (device number, `Repeat`) of a plain call
+        self._hit = None            # (device number, `Repeat`s) of a plain call
         self._lock = _thread.allocate_lock()
         self._bound = {}
         self._boundscheck = None if boundscheck is None else bool(boundscheck)
@@ -480,7 +481,7 @@ class Kernel:
         """Drop what repeated calls reuse: the next call looks its specialization up."""
         self._last = self._hit = None
         for b in list(self._bound.values()):
-            b.repeat = None
+            b.repeats = ()
 
     def _spec_key(self, args, check):
         return _key(args) + (_CHECKED if check else ()) + (() if self._wraparound else _NOWRAP)
@@ -544,9 +545,10 @@ class Kernel:
         hit = self._hit
         if hit is not None and not kwargs and not (self.nowait or self.depend) and hit[0] == (
                 devices.get_default() if self.device is None else self.device):
-            out = hit[1].attempt(args)
-            if out is not MISS:
-                return out
+            for r in hit[1]:
+                out = r.attempt(args)
+                if out is not MISS:
+                    return out
         nowait, depend = kwargs.pop("nowait", None), kwargs.pop("depend", None)
         if kwargs or len(args) != len(self.param_names):
             args = self.bind(args, kwargs)
@@ -597,8 +599,7 @@ class Kernel:
             dev = devices.resolve(number)
         s = self._last
         if s is not None:
-            r = s.repeats.get(dev)
-            if r is not None:
+            for r in self._repeats(s, dev):
                 out = r.attempt(args)
                 if out is not MISS:
                     return out
@@ -612,9 +613,17 @@ class Kernel:
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
                for pos in r.arrays):
             s.repeats[dev] = r
+            if dev.is_initial:          # new arrays: their addresses as per-call words
+                a = s.alike[dev] = Repeat(s, dev, args, items, self.launch, alike=True)
+                a.call.look_up()
             if number is not None:      # a plain call with that number tries r first
-                self._hit = (number, r)
+                self._hit = (number, self._repeats(s, dev))
         return r.run([items[i].addr for i in r.call.slots])
+
+    @staticmethod
+    def _repeats(s, dev):
+        """The `Repeat`s of specialization ``s`` on ``dev`` to try, in order."""
+        return tuple(r for r in (s.repeats.get(dev), s.alike.get(dev)) if r is not None)
 
     def _start(self, dev, s, items, wait_for):
         """Start specialization ``s`` with map items ``items`` on a device with a queue
@@ -638,18 +647,18 @@ class Kernel:
 
 class Bound:
     """A kernel bound to a device (``kernel.on(device)``)."""
-    __slots__ = ("kernel", "device", "nowait", "depend", "repeat")
+    __slots__ = ("kernel", "device", "nowait", "depend", "repeats")
 
     def __init__(self, kernel, device, nowait, depend):
         self.kernel, self.device, self.nowait, self.depend = kernel, device, nowait, depend
-        self.repeat = None              # the `Repeat` of the last call, to try first
+        self.repeats = ()               # the `Repeat`s of the last call, to try first
 
     def __call__(self, *args, **kwargs):
-        r = self.repeat
-        if r is not None and not kwargs:
-            out = r.attempt(args)
-            if out is not MISS:
-                return out
+        if not kwargs:
+            for r in self.repeats:
+                out = r.attempt(args)
+                if out is not MISS:
+                    return out
         return self._call(args, kwargs.pop("nowait", None), kwargs.pop("depend", None),
                           kwargs)
 
@@ -664,7 +673,7 @@ class Bound:
                 return k._run(None, args)
             dev = devices.resolve(self.device)
             out = k._run(self.device, args, dev)
-            self.repeat = None if self.nowait or self.depend else k._last.repeats.get(dev)
+            self.repeats = () if self.nowait or self.depend else k._repeats(k._last, dev)
             return out
         return k._launch(self.device, args, nowait, depend)
 

@@ -1,11 +1,17 @@
 """A kernel call that repeats on one device (`Repeat`): what it checks each time (the
-same arrays, still writeable, of the same shapes; scalars of the same types), in
-straight-line code made once per argument layout, and its prepared `calls.Call`."""
+same arrays, still writeable, of the same shapes, or for the initial device, which
+uses arrays in place, any writeable, aligned, C-contiguous ndarrays of the same dtypes
+and ranks; scalars of the same types), in straight-line code made once per argument
+layout, and its prepared `calls.Call`."""
 from __future__ import annotations
 
+import ctypes
 import functools
 import struct
+import sys
 import weakref
+
+import numpy as np
 
 from .runtime import calls
 
@@ -20,12 +26,14 @@ class Repeat:
     the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
     that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
     result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
-    writeable, of the same shapes) and scalars of the same types while the call's
-    look-up is fresh, and returns its result; else it returns `MISS` and runs nothing.
+    writeable, of the same shapes; with ``alike``, for the initial device, which uses
+    arrays in place: any arrays like them) and scalars of the same types while the
+    call's look-up is fresh, and returns its result; else it returns `MISS` and runs
+    nothing.
     Its code is made at the first attempt: a call that never repeats does without it."""
     __slots__ = ("arrays", "call", "result", "attempt", "_layout", "_cells")
 
-    def __init__(self, spec, dev, args, items, launch):
+    def __init__(self, spec, dev, args, items, launch, alike=False):
         dtype = spec.ret_dtype
         self.result = None if dtype is None else \
             struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
@@ -34,8 +42,13 @@ class Repeat:
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
             if is_array:
                 self.arrays.append(pos)
-                layout.append(0)
-                cells += (_weak(a), a.shape)
+                if alike:               # any array of its dtype and rank (in place)
+                    layout.append(-1)
+                    cells += (a.dtype, a.ndim)
+                    slots += range(i, i + 1 + a.ndim)
+                else:
+                    layout.append(0)
+                    cells += (_weak(a), a.shape)
                 i += 1 + a.ndim
             else:
                 w = how(a)
@@ -74,8 +87,9 @@ MISS = object()         # what `Repeat.attempt` returns when it runs nothing
 @functools.lru_cache(maxsize=256)
 def _attempts(layout, result):
     """The maker of `Repeat.attempt` for calls whose arguments are laid out as
-    ``layout`` says (per parameter: 0 an array, else a scalar of that many words):
-    straight-line code, with each array's weak reference and shape and each scalar's
+    ``layout`` says (per parameter: 0 an array, -1 an array of the initial device,
+    else a scalar of that many words): straight-line code, with each array's weak
+    reference and shape (its dtype and rank on the initial device) and each scalar's
     type and word function in cells of its own, as it runs at every repeated call."""
     names, body, words = [], [], []
     for pos, n in enumerate(layout):
@@ -84,6 +98,11 @@ def _attempts(layout, result):
             names += (f"r{pos}", f"s{pos}")
             body.append(f"if {a} is not r{pos}() or {a}.shape != s{pos} "
                         f"or not {a}.flags.writeable:")
+        elif n < 0:             # a new array is fine: its address and extents are words
+            names += (f"d{pos}", f"n{pos}")
+            body.append(f"if type({a}) is not ndarray or {a}.dtype is not d{pos} or "
+                        f"{a}.ndim != n{pos} or not {a}.flags.carray:")
+            words += (f"address({a})", f"*{a}.shape")
         else:
             names += (f"t{pos}", f"w{pos}")
             body.append(f"if type({a}) is not t{pos}:")
@@ -93,15 +112,31 @@ def _attempts(layout, result):
     args = "".join(f"a{pos}, " for pos in range(len(layout)))
     src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
            f"    def attempt(args):\n"
-           f"        if len(args) != {len(layout)} or not fresh():\n"
+           f"        if len(args) != {len(layout)}:\n"
            f"            return MISS\n"
            + (f"        {args}= args\n" if layout else "")
            + "".join(f"        {line}\n" for line in body)
-           + f"        return {f'finish({run})' if result else run}\n"
+           + "        if not fresh():\n            return MISS\n"     # the arguments first:
+           + f"        return {f'finish({run})' if result else run}\n"    # a miss costs less
            f"    return attempt\n")
-    ns = {"MISS": MISS}
+    ns = {"MISS": MISS, "ndarray": np.ndarray, "address": address}
     exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)
     return ns["make"]
+
+
+def _address_reader():
+    """How to read an ndarray's data address fast: numpy's array object holds it right
+    after CPython's object header (``a.ctypes.data`` takes ten times as long); checked
+    on a probe array, else ``a.ctypes.data``."""
+    probe = np.empty(2)
+    if sys.implementation.name == "cpython":
+        at, off = ctypes.c_void_p.from_address, object.__basicsize__
+        if at(id(probe) + off).value == probe.ctypes.data:
+            return lambda a: at(id(a) + off).value or 0
+    return lambda a: a.ctypes.data
+
+
+address = _address_reader()
 
 
 def _weak(a):

@@ -202,7 +202,7 @@ def test_repeated_kernel_calls_follow_acc_counts(dev):
     x[:], y[:] = 5, -1                          # the host copies only
     for _ in range(3):
         k(x, y)
-    assert k.repeat.call.words is not None      # the prepared path ran
+    assert k.repeats[0].call.words is not None      # the prepared path ran
     if separate:
         assert (y == -1).all()                  # present: nothing copied back
         np.testing.assert_array_equal(on_device(dev, y), 6.0)      # x's device copy: 1

@@ -36,6 +36,18 @@ def test_c_against_numpy(name):
     assert mismatch(Variant(b, data).result(), b.reference(fresh(data)), "C") is None
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["atax", "doitgen", "nussinov"])
+def test_numba_anchor_against_c(name):
+    """The Numba column's rewrite: an array reduction (atax), collapse and np.zeros
+    (doitgen), integers and a wavefront (nussinov)."""
+    pytest.importorskip("numba")
+    b = BY_NAME[name]
+    data = b.data("tiny")
+    assert mismatch(Variant(b, data, numba=True).result(), Variant(b, data).result(),
+                    "Numba") is None
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_kernel_against_c(device, name):
     b = BY_NAME[name]

@@ -131,17 +131,25 @@ def find_device(word):
 # -- running and timing ---------------------------------------------------------------
 
 class Variant:
-    """One way of running a benchmark on its own copy of the data: C, or the pygomp
-    kernel on one device (an offload device keeps the data mapped while it lives)."""
+    """One way of running a benchmark on its own copy of the data: C, Numba, or the
+    pygomp kernel on one device (an offload device keeps the data mapped while it
+    lives)."""
 
-    def __init__(self, bench, data, dev=None):
+    def __init__(self, bench, data, dev=None, numba=False):
         self.bench, self.orig, self.dev = bench, data, dev
         self.data = fresh(data)
-        if dev is None:
+        if numba:                       # the optional anchor (numba_anchor.py)
+            from .numba_anchor import njit_kernel
+            k, args = njit_kernel(bench, data), bench.args(self.data)
+            self.run = lambda: k(*args)
+            self.name = "Numba"
+        elif dev is None:
             self.run = clib().call(bench.c_name, self.data)
+            self.name = "C"
         else:
             k, args = bench.kernel.on(dev.number), bench.args(self.data)
             self.run = lambda: k(*args)
+            self.name = f"device {dev.number}"
         self.mapped = dev is not None and not dev.is_initial
         self.region = None
 

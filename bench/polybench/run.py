@@ -4,10 +4,12 @@
                                   [--repeat 5] [--only gemm,lu]
 
 Every kernel runs first as C (polybench.c, gcc -O3 -march=native -fopenmp, through
-cffi) and as pygomp on each device, from the same data; the results are checked against
+cffi), as Numba (``@njit(parallel=True)``, when Numba is installed: numba_anchor.py;
+``--no-numba`` leaves it out) and as pygomp on each device, from the same data; the results are checked against
 C and C against numpy (or, for "tiny", the original loops in plain Python) before
 anything is timed.  Then each variant runs ``--repeat`` times, interleaved, each run from
-the original data (restored untimed); a column is the best time and its ratio pygomp / C.
+the original data (restored untimed); a column is the best time and its ratio pygomp / C
+(and pygomp / Numba).
 An offload device (host, opencl) keeps the data mapped around its calls (target_data),
 so nothing is copied in the timed calls; the initial device works on numpy's memory.
 On a busy machine, OMP_NUM_THREADS=1 POCL_MAX_PTHREAD_COUNT=1 compares the code alone:
@@ -23,7 +25,7 @@ from contextlib import ExitStack
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from bench.polybench import BENCHES  # noqa: E402
+from bench.polybench import BENCHES, numba_anchor  # noqa: E402
 from bench.polybench.harness import (SIZES, Variant, best_times, find_device,  # noqa: E402
                                      fresh, mismatch)
 from pygomp.runtime import devices  # noqa: E402
@@ -44,7 +46,7 @@ def check(bench, data, variants, size):
         if bad:
             return bad
     for v in variants[1:]:
-        bad = mismatch(v.result(), want, f"device {v.dev.number} against C")
+        bad = mismatch(v.result(), want, f"{v.name} against C")
         if bad:
             return bad
     return None
@@ -58,7 +60,9 @@ def main(argv=None):
     ap.add_argument("--size", default="medium", choices=SIZES)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default="", help="comma-separated kernel names")
+    ap.add_argument("--no-numba", action="store_true", help="leave Numba out")
     args = ap.parse_args(argv)
+    nb = numba_anchor.available and not args.no_numba
     devs = [find_device(w) for w in (args.devices or default_devices()).split(",")]
     only = set(filter(None, args.only.split(",")))
     benches = [b for b in BENCHES if not only or b.name in only]
@@ -68,37 +72,47 @@ def main(argv=None):
 
     print(f"{os.cpu_count()} cpus, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, "
           f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}; "
-          f"ratio = pygomp time / C time")
+          f"/C, /Nb = time / C's, Numba's")
     for d in devs:
         kind = "the initial device" if d.is_initial else f"{d.plugin.name}: {d.info.name}"
         print(f"  device {d.number}: {kind}")
-    head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + "".join(
-        f"{f'dev{d.number} ms':>11}{'ratio':>7}" for d in devs)
+    cols = ["Nb /C"] * nb + [f"{w} dev{d.number}" for d in devs for w in ("/C", "/Nb")[:1 + nb]]
+    head = f"{'kernel':<15}{'size':>16}{'C ms':>9}" + f"{'Nb ms':>9}{'/C':>7}" * nb + "".join(
+        f"{f'dev{d.number} ms':>11}{'/C':>7}" + f"{'/Nb':>7}" * nb for d in devs)
     print(head)
     print("-" * len(head))
-    ratios = [[] for _ in devs]
+    ratios = {c: [] for c in cols}
     failed = []
     for b in benches:
         data = b.data(args.size)
         size = "x".join(str(v) for v in b.sizes[args.size].values())
         with ExitStack() as stack:
-            variants = [stack.enter_context(Variant(b, data, d)) for d in [None, *devs]]
+            variants = [stack.enter_context(Variant(b, data))]
+            if nb:
+                variants.append(stack.enter_context(Variant(b, data, numba=True)))
+            variants += [stack.enter_context(Variant(b, data, d)) for d in devs]
             bad = check(b, data, variants, args.size)
             if bad:
                 failed.append(b.name)
                 print(f"{b.name:<15}{size:>16}  WRONG: {bad}")
                 continue
-            t_c, *t_pg = best_times(variants, args.repeat)
+            t_c, *t_nb = best_times(variants, args.repeat)
+        t_pg, t_nb = t_nb[nb:], t_nb[:nb]
         row = f"{b.name:<15}{size:>16}{t_c * 1e3:>9.2f}"
-        for k, t in enumerate(t_pg):
-            ratios[k].append(t / t_c)
+        for t in t_nb:
+            ratios["Nb /C"].append(t / t_c)
+            row += f"{t * 1e3:>9.2f}{t / t_c:>7.2f}"
+        for d, t in zip(devs, t_pg):
+            ratios[f"/C dev{d.number}"].append(t / t_c)
             row += f"{t * 1e3:>11.2f}{t / t_c:>7.2f}"
+            for tn in t_nb:
+                ratios[f"/Nb dev{d.number}"].append(t / tn)
+                row += f"{t / tn:>7.2f}"
         print(row, flush=True)
     print("-" * len(head))
-    row = f"{'geometric mean':<40}"
-    for r in ratios:
-        row += f"{'':>11}{math.exp(sum(map(math.log, r)) / len(r)) if r else float('nan'):>7.2f}"
-    print(row)
+    print("geometric means: " + ", ".join(
+        f"{c} {math.exp(sum(map(math.log, r)) / len(r)) if r else float('nan'):.2f}"
+        for c, r in ratios.items()))
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes make the "
           f"times, and the ratios of fork/join-heavy kernels, unreliable)")
     if failed:

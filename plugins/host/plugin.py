@@ -18,9 +18,10 @@ from pygomp.runtime.hostmem import c_function as _c_function, ffi as _ffi
 from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
 # -ffp-contract=off: ``a * b + c`` rounds the product as numpy does (gnu11 fuses it
-# into an fma where the CPU has one)
+# into an fma where the CPU has one); -fno-trapping-math lets a vectorized loop call
+# libmvec (target.py) and changes no value, only which floating-point flags are raised
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fwrapv",
-          "-fno-math-errno", "-ffp-contract=off", "-std=gnu11"]
+          "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-std=gnu11"]
 
 _libc = types.SimpleNamespace(
     calloc=_c_function("calloc", "void *(*)(size_t, size_t)"),

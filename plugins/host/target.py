@@ -19,6 +19,8 @@ through ``pyg_own`` so that gcc knows it aliases no argument.
 """
 from __future__ import annotations
 
+import os
+import platform
 from dataclasses import dataclass, field
 
 from pygomp.compiler import ir, printing
@@ -32,9 +34,35 @@ _OMP_RED = {"+": "+", "*": "*", "max": "max", "min": "min", "&": "&", "|": "|", 
             "and": "&&", "or": "||"}
 
 
+# glibc's vector math (libmvec, which -lm links as needed) by the release that brought
+# each function: gcc calls it in vectorized loops where a declaration says it may.
+_LIBMVEC = {(2, 22): "cos exp log pow sin",
+            (2, 35): "acos acosh asin asinh atan atan2 atanh cbrt cosh erf erfc exp10 exp2 "
+                     "expm1 hypot log10 log1p log2 sinh tan tanh"}
+_ARITY = {"atan2": 2, "hypot": 2, "pow": 2}
+
+
+def _vector_math():
+    """Declarations of the libm functions that glibc's libmvec has in vector forms
+    (x86-64 only: other machines' libmvec names differ, or it is absent)."""
+    libc, _, version = os.confstr("CS_GNU_LIBC_VERSION").partition(" ") if hasattr(
+        os, "confstr") else ("", "", "")
+    if libc != "glibc" or platform.machine() != "x86_64":
+        return []
+    have = tuple(int(x) for x in version.split(".")[:2])
+    out = []
+    for since, names in _LIBMVEC.items():
+        if have >= since:
+            for name in names.split():
+                for c, f in (("double", ""), ("float", "f")):
+                    params = ", ".join([c] * _ARITY.get(name, 1))
+                    out.append(f'__attribute__((simd("notinbranch"))) {c} {name}{f}({params});')
+    return out
+
+
 def _preamble():
     out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
-           "#include <math.h>", "#include <omp.h>", ""]
+           "#include <math.h>", "#include <omp.h>", *_vector_math(), ""]
     out.append(arith_helpers("static inline", lambda t: t.c, "f"))
     out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"

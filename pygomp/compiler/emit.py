@@ -51,6 +51,7 @@ class Emitter:
         self._uid = 0
         self.cur = fn               # the function being emitted
         self.loads = {}             # text of a load -> the local it was read into
+        self.kept = set()           # those locals that stores go to as well (hoist.py)
         # bounds checking (boundscheck.py): its access sites, (file, line) -> site number,
         # the line a hoisted load is reported at, id(store target) -> its checked place,
         # pointer type -> its read function, and their definitions
@@ -169,6 +170,8 @@ class Emitter:
         if isinstance(s.target, ir.Index) and self.check:
             with boundscheck.guarded(self, s.target):
                 self.d.store(self, s)
+        elif isinstance(s.target, ir.Index) and self.kept and self.expr(s.target) in self.kept:
+            self.line(f"{self.expr(s.target)} = {self.expr(s.value)};")    # a local's store
         elif isinstance(s.target, ir.Index):
             self.d.store(self, s)
         elif isinstance(s.value, ir.Atomic) or isinstance(s.value, ir.Cast) \
@@ -241,14 +244,58 @@ class Emitter:
                           f"{text} : {self.d.const(0, load.type)};")
                 hoisted[text] = name
             self.loads.update(hoisted)
-            self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
+            head = f"for ({i64} {i} = {start}; {cmp}; {inc}) {{"
+            kept, others = ([], []) if self.check or body else hoist.kept_elements(s)
+            if kept:            # in locals when its arrays are apart (see hoist.py)
+                self.line(f"if ({start} < __stop{u} && {self.apart(kept, others)}) {{")
+                with self.indent():
+                    self.kept_loop(s, u, kept, head)
+                self.line("} else {")
+                self.depth += 1
+            self.line(head)
             with self.indent():
                 self.line(f"{s.var} = {i};")
                 body() if body else self.stmts(s.body)
             self.line("}")
+            if kept:
+                self.depth -= 1
+                self.line("}")
             for text in hoisted:
                 del self.loads[text]
         self.line("}")
+
+    def kept_loop(self, s, u, kept, head):
+        """``s`` with the elements ``kept`` in locals, read before it and stored after."""
+        names = {}
+        for m, e in enumerate(kept):
+            text, name = self.expr(e), f"__k{u}_{m}"
+            self.line(f"{self.type(e.type)} {name} = {text};")
+            names[text] = name
+        self.loads.update(names)
+        self.kept.update(names.values())
+        self.line(head)
+        with self.indent():
+            self.line(f"{s.var} = __i{u};")
+            self.stmts(s.body)
+        self.line("}")
+        for text in names:
+            del self.loads[text]
+        self.kept.difference_update(names.values())
+        for e, name in zip(kept, names.values()):
+            self.d.store(self, ir.Assign(e, ir.Var(name, type=e.type), line=0))
+        self.last = None        # the plain loop follows: its lines again
+
+    def apart(self, kept, others) -> str:
+        """C text: whether each kept element's array shares no byte with any other array
+        the loop reaches."""
+        arrays = [k.array for k in kept]
+        out = []
+        for n, a in enumerate(arrays):
+            for b in arrays[n + 1:] + others:
+                ea = f"(size_t)({a.name} + {self.count(a.name, a.type)})"
+                eb = f"(size_t)({b.name} + {self.count(b.name, b.type)})"
+                out.append(f"({ea} <= (size_t){b.name} || {eb} <= (size_t){a.name})")
+        return " && ".join(out) or "1"
 
     def s_ParLoop(self, s):
         self.d.loop(self, s)
