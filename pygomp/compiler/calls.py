@@ -88,11 +88,16 @@ class Calls:
             if not isinstance(a, (ir.ArrayRef, ir.View)):
                 raise self.error(node, "len() takes an array")
             return self.shape(a, 0)
+        if not _known(obj):
+            raise self.error(node, _refused(ast.unparse(node.func), obj))
+        if _is_type(obj, np.number) and not _is_type(obj, np.complexfloating):
+            folded = self.fold(obj, node)       # np.uint64(0x9E3779B97F4A7C15)
+            if folded is not None:
+                return folded
         args = [self.expr(a) for a in node.args]
         for a, n in zip(args, node.args):
             if not isinstance(a.type, T.Scalar):
-                raise self.error(n, f"{ast.unparse(n)} is an array; "
-                                    f"{ast.unparse(node.func)}() takes scalars")
+                raise self.error(n, _array_argument(ast.unparse(n), node, obj))
         if obj is complex or (isinstance(obj, type) and issubclass(obj, np.complexfloating)):
             return complexes.make(self, args, None if obj is complex else T.scalar(obj), node)
         if any(a.type.is_complex for a in args):
@@ -143,9 +148,20 @@ class Calls:
             if kind == "b":
                 call.type = T.BOOL
             return call
-        if _hashable(obj) and obj in COMPLEX:
-            return complexes.call(self, COMPLEX[obj], args, node)
-        raise self.error(node, _refused(ast.unparse(node.func), obj))
+        return complexes.call(self, COMPLEX[obj], args, node)
+
+    def fold(self, obj, node):
+        """A numpy scalar type called on a constant: that constant, of that type (numpy's
+        error when it does not fit); None when the argument is not a constant."""
+        if len(node.args) != 1 or self.is_local_expr(node.args[0]):
+            return None
+        v = self.static(node.args[0])
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return None
+        try:
+            return self.const(obj(v), node)
+        except (OverflowError, ValueError) as e:
+            raise self.error(node, f"{ast.unparse(node)}: {e}") from None
 
     def complex_call(self, obj, args, node):
         """A call with a complex argument: abs, np.conj, np.exp, np.sqrt, ..."""
@@ -209,6 +225,29 @@ def _hashable(obj):
     except TypeError:
         return False
     return True
+
+
+def _is_type(obj, base):
+    return isinstance(obj, type) and issubclass(obj, base)
+
+
+def _known(obj):
+    """Whether ``obj`` is a conversion or a math function kernels compute."""
+    if obj in (int, float, bool, complex) or _is_type(obj, np.generic):
+        return True
+    return _hashable(obj) and (obj in MINMAX or obj in MATH or obj in COMPLEX
+                               or any(obj is f for f in ABS))
+
+
+def _array_argument(arg, call, obj):
+    """Why an array argument ``arg`` of a scalar function is refused."""
+    name = ast.unparse(call.func)
+    if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
+            or isinstance(obj, np.ufunc):
+        return (f"{arg} is an array: kernels compute {name}() of arrays elementwise only "
+                f"into a sub-array (out[:] = {ast.unparse(call)}); a kernel makes no "
+                f"array of its own from an expression")
+    return f"{arg} is an array; {name}() takes scalars (as it does in Python)"
 
 
 def _refused(name, obj):
