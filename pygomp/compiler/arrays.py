@@ -20,11 +20,13 @@ import numpy as np
 
 from . import ir
 from . import types as T
-from .calls import ABS, MATH
+from .calls import ABS, COMPLEX, MATH
+from .computed import Made
 from .expressions import _UNSET, _i, _indices, _is_shape, dims
 
 # elementwise functions whose array arguments are leaves
-_ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where} | set(ABS)
+_ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where, np.clip} | set(ABS) \
+    | set(COMPLEX)
 
 
 class Slab:
@@ -193,8 +195,16 @@ class Arrays:
         """Whether ``node`` is an array expression (no side effects)."""
         if isinstance(node, (ast.Name, ast.Subscript)):
             return self.rank(node) > 0
+        if _part(node):
+            return self.arrayish(node.value)
+        if _conjugate(node):
+            return self.arrayish(node.func.value)
         if isinstance(node, ast.Call):
-            return self.elementwise(node) and any(self.arrayish(a) for a in node.args)
+            if self.elementwise(node):
+                return any(self.arrayish(a) for a in node.args)
+            return self.computed(node) is not None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return self.computed(node) is not None
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             return any(self.arrayish(c) for c in ast.iter_child_nodes(node))
         return False
@@ -212,6 +222,12 @@ class Arrays:
         if isinstance(node, (ast.Name, ast.Subscript)):
             if self.rank(node):
                 out.append((node, self.slab(node)))
+        elif _part(node):                                       # z.real
+            self.leaves(node.value, out)
+        elif _conjugate(node):                                  # z.conjugate()
+            self.leaves(node.func.value, out)
+        elif isinstance(node, (ast.Call, ast.BinOp)) and self.computed(node) is not None:
+            out.append((node, self.computed(node)))                 # A @ x, A.sum(axis=1)
         elif isinstance(node, ast.Call):
             if self.elementwise(node):
                 for a in node.args:
@@ -270,6 +286,26 @@ class Arrays:
                                    f"of arrays and scalars")
         return v
 
+    def disjoint(self, a, b, probe):
+        """Whether two elements of one array, at the statement's loop indices
+        ``probe``, are the same place for every index (nothing to copy first), or
+        never meet: on some axis whose indices do not move with ``probe``, one exceeds
+        the other wherever the loops around run (``A[k, j]`` and ``A[i, j]`` in a
+        loop of ``i`` from ``k + 1``)."""
+        if ir.dump(a) == ir.dump(b):
+            return True
+        moving = {k.name for k in probe}
+        for x, y in zip(a.indices, b.indices):
+            if any(isinstance(n, ir.Var) and n.name in moving for e in (x, y)
+                   for n in ir.walk(e)):
+                continue
+            for lo, hi in ((x, y), (y, x)):
+                gap = ir.BinOp("-", ir.BinOp("-", copy.deepcopy(hi), copy.deepcopy(lo),
+                                             type=T.INT64), _i(1), type=T.INT64)
+                if self.nonnegative(gap):
+                    return True
+        return False
+
     # -- loops ------------------------------------------------------------------------
     def loop_vars(self, node, tag, rank, par):
         """The int64 variables of a loop nest for ``node`` (the outermost one a parallel
@@ -286,13 +322,16 @@ class Arrays:
         ParLoop of ``levels`` (with ``reductions``) unless that is empty."""
         line = self.line(node)
         par = bool(levels)
+        stmts = self.inner + stmts          # what computes the elements (`computed`)
+        decls, self.inner, self.inner_decls = self.inner_decls, [], []
         for d in reversed(range(1 if par else 0, len(ks))):
             stmts = [ir.For(ks[d].name, _i(0), extents[d], _i(1), stmts, line=line)]
         if not par:
+            self.scopes[-1].decls += decls
             return stmts
         loop = ir.ParLoop(levels, [ir.Dim(ks[0].name, _i(0), extents[0], _i(1))], stmts,
                           reductions=list(reductions), line=line)
-        loop.decls = [(k.name, T.INT64) for k in ks[1:]]
+        loop.decls = [(k.name, T.INT64) for k in ks[1:]] + decls
         return [loop]
 
     # -- array assignment ---------------------------------------------------------------
@@ -309,12 +348,20 @@ class Arrays:
         self.check_shapes(leaves, shape, s, ast.unparse(target))
         probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(shape))]
         for n, sl in leaves:        # numpy reads the whole right side before it writes
-            if sl.root.name == tslab.root.name and \
-                    ir.dump(_at(sl, probe)) != ir.dump(tslab.element(probe)):
+            if isinstance(sl, Made):
+                if tslab.root.name in sl.roots:
+                    raise self.error(s, f"{ast.unparse(n)} reads {ast.unparse(target)}, "
+                                        f"which this statement writes: numpy computes it "
+                                        f"first, a kernel does not; write into another "
+                                        f"array")
+            elif sl.root.name == tslab.root.name and \
+                    not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
                 raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
                                     f"which this statement writes: numpy copies the right "
-                                    f"side first, a kernel does not; write into another "
-                                    f"array")
+                                    f"side first, a kernel does not (it needs an index "
+                                    f"that the loop bounds prove differs, as in "
+                                    f"A[i, k:] -= A[k, k:] under i > k); write into "
+                                    f"another array")
         levels = () if self.levels or not self.is_kernel else ("gang", "worker", "vector")
         ks = self.loop_vars(s, "k", len(shape), bool(levels))
         v = self.element(value, leaves, ks)
@@ -332,6 +379,15 @@ def _at(slab, ks):
     an axis of length 1 broadcasts."""
     mine = ks[len(ks) - len(slab.axes):]
     return slab.element([None if _bcast(ax) else k for ax, k in zip(slab.axes, mine)])
+
+
+def _part(node):
+    return isinstance(node, ast.Attribute) and node.attr in ("real", "imag")
+
+
+def _conjugate(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr == "conjugate" and not node.args
 
 
 def _bcast(ax):

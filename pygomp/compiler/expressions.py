@@ -129,6 +129,8 @@ class Expressions:
                                f"a kernel")
 
     def expr_Attribute(self, node):
+        if id(node.value) in self.elems and node.attr in ("real", "imag"):
+            return complexes.part(self.expr(node.value), node.attr)   # an element's
         arr = self.array_of(node.value)
         if arr is not None:
             if node.attr == "ndim":
@@ -184,6 +186,8 @@ class Expressions:
 
     def expr_Subscript(self, node):
         v = node.value
+        if isinstance(v, ast.Call):
+            self.expr(v)                # its own error, when it is refused
         if _is_shape(v):
             arr = self.array_of(v.value)
             if arr is not None:
@@ -283,15 +287,20 @@ class Expressions:
         return None
 
     def expr_BinOp(self, node):
-        op = _BINOPS.get(type(node.op))
-        if op is None:
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
+        if isinstance(node.op, ast.MatMult):
+            if self.computed(node) is not None:         # 2-d: an array (computed.py)
+                raise self.error(node, f"{ast.unparse(node)} is an array: a kernel stores "
+                                       f"it into a sub-array (y[:] = {ast.unparse(node)}); "
+                                       f"it makes no array of its own")
+            return self.reduce("dot", [node.left, node.right], node, "@")
+        op = _BINOPS[type(node.op)]
         a, b = self.expr(node.left), self.expr(node.right)
         for x, n in ((a, node.left), (b, node.right)):
             if not isinstance(x.type, T.Scalar):
-                raise self.error(n, f"{ast.unparse(n)} is not a scalar{self.rank_of(x, n)} "
-                                    f"(array arithmetic needs a sub-array to store into: "
-                                    f"out[:] = ...)")
+                raise self.error(n, f"{ast.unparse(n)} is an array{self.rank_of(x, n)}: a "
+                                    f"kernel computes array arithmetic only into a "
+                                    f"sub-array (out[:] = ...); it makes no array of its "
+                                    f"own")
         return self.binop(op, a, b, node)
 
     def binop(self, op, a, b, node):

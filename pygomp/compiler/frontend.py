@@ -48,6 +48,7 @@ from . import types as T
 from .arrays import Arrays
 from .boundscheck import RECORD
 from .calls import MATH, Calls
+from .computed import Computed
 from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
@@ -121,10 +122,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls):
+               NumpyCalls, Computed):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py)."""
+    npcalls.py, computed.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -211,6 +212,8 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.copies = set()         # C names of array reduction copies
         self.pre = []               # statements to go before the current one (arrays.py)
         self.elems = {}             # id of an array operand -> its element (arrays.py)
+        self.inner, self.inner_decls = [], []   # what computes them (computed.py)
+        self.nesting = 0            # in such a computation: reductions are sequential
         body = self.block(self.node.body)
         params += self.out_params()
         ret = self.ret or T.VOID

@@ -1,0 +1,196 @@
+"""The numpy forms of computed operands and in-place updates: ``@``, np.dot and
+np.matmul of 1-d and 2-d arrays, reductions along an axis, np.outer, np.clip,
+np.linalg.norm, the parts and conjugate of complex arrays, the LU row update and uint64
+literals.  Each kernel on every device, and its CUDA C under the emulation of
+test_cuda_emu, against its ``py_func`` run on numpy arrays."""
+import inspect
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pygomp.kernels as omp
+from pygomp.errors import CompileError
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@omp.target
+def products(A, B, x, y, z, C, out):
+    y[:] = A @ x                            # a parallel loop of row dot products
+    z[:] = np.dot(x, B) + np.matmul(A[0], B)
+    C[:, :] = A @ B[:, ::-1]               # a strided operand
+    C[1:, :] += 0.5 * np.outer(x[1:5], z)
+    out[0] = x[:6] @ z                      # 1-d @ 1-d: a scalar
+    out[1] = np.sum(A @ x) + np.max(np.dot(A, B).sum(axis=0))
+    for i in omp.parallel_range(A.shape[0]):
+        out[2 + i] = A[i] @ x
+
+
+@omp.target
+def gang_products(A, B, x, y, Y):
+    for i in omp.gang(A.shape[0]):
+        y[i] = A[i] @ x                     # a vector-level reduction in a gang loop
+        Y[i, :] = A[i] @ B                  # the gang's sequential loop of dot products
+
+
+@omp.target
+def along_axes(A, r, s, p, T3, out):
+    r[:] = A.sum(axis=1)
+    s[:] = np.max(A, axis=0) - np.min(A, 0)
+    p[:] = np.prod(A[:, :3] + 1.0, axis=-1)
+    T3[:, :] = np.sum(A[:, :, None] * A[:, None, :], axis=0)   # A.T @ A
+    out[0] = np.max(A.sum(axis=0))
+    out[1] = np.sum(A[0], axis=0)           # 1-d: a scalar
+    out[2] = np.linalg.norm(A[1]) + np.linalg.norm(A)
+
+
+@omp.target
+def clipped(x, c, lo):
+    c[:] = np.clip(x, lo, 0.7)
+    c[0] = np.clip(x[0] * 10.0, 0.0, 1.0)
+
+
+@omp.target
+def complex_parts(z, w, re, im, out):
+    w[:] = np.conj(z) + z.conjugate() * 2
+    re[:] = z.real + np.real(z)
+    im[:] = z.imag * np.imag(z) - np.abs(z)
+    out[0] = np.linalg.norm(z)
+
+
+@omp.target
+def lu(A):
+    n = A.shape[0]
+    for k in range(n - 1):
+        for i in omp.parallel_range(k + 1, n):
+            A[i, k] = A[i, k] / A[k, k]
+            A[i, k + 1:] -= A[i, k] * A[k, k + 1:]   # rows i > k: no overlap
+
+
+@omp.target
+def hashes(x, out):
+    for i in omp.parallel_range(x.shape[0]):
+        out[i] = (x[i] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(7)
+
+
+def inputs(kernel):
+    rng = np.random.default_rng(3)
+    A, B = rng.random((5, 7)), rng.random((7, 6))
+    if kernel is products:
+        return A, B, rng.random(7), np.zeros(5), np.zeros(6), np.zeros((5, 6)), np.zeros(7)
+    if kernel is gang_products:
+        return A, B, rng.random(7), np.zeros(5), np.zeros((5, 6))
+    if kernel is along_axes:
+        return A, np.zeros(5), np.zeros(7), np.zeros(5), np.zeros((7, 7)), np.zeros(3)
+    if kernel is clipped:
+        return rng.random(9), np.zeros(9), 0.25
+    if kernel is complex_parts:
+        z = (rng.random(8) - 0.5 + 1j * rng.random(8)).astype(np.complex64)
+        return z, np.zeros(8, np.complex64), np.zeros(8, np.float32), \
+            np.zeros(8, np.float32), np.zeros(1, np.float32)
+    if kernel is lu:
+        return (rng.random((9, 9)) + 9 * np.eye(9),)
+    if kernel is hashes:
+        return np.arange(2**63, 2**63 + 8, dtype=np.uint64), np.zeros(8, np.uint64)
+    raise AssertionError(kernel)
+
+
+KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes]
+
+
+def check(kernel, run):
+    args = inputs(kernel)
+    want = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    with np.errstate(over="ignore"):
+        kernel.py_func(*want)
+    run(kernel, args)
+    for a, w in zip(args, want):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == w.dtype
+            rtol = 1e-5 if a.dtype in (np.float32, np.complex64) else 1e-12
+            np.testing.assert_allclose(a, w, rtol=rtol, err_msg=kernel.py_func.__name__)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.py_func.__name__)
+def test_forms_mean_their_py_func(device, kernel):
+    check(kernel, lambda k, args: k.on(device)(*args))
+
+
+@pytest.fixture(scope="module")
+def emu():
+    import test_cuda_emu
+    return test_cuda_emu, test_cuda_emu.emulator([(k, inputs(k)) for k in KERNELS])
+
+
+@pytest.mark.parametrize("gangs, workers, vector", [(3, 2, 8), (1, 1, 32)])
+def test_forms_in_cuda_c(emu, gangs, workers, vector):
+    mod, lib = emu
+    for kernel in KERNELS:
+        check(kernel, lambda k, args: mod.run(lib, k, args, gangs, workers, vector))
+
+
+# -- what stays refused, and what each refusal names ------------------------------------
+
+def k_reads_target(A, x):
+    x[:] = A @ x  # MARK
+
+
+def k_matmul_rank(A, x, y):
+    y[:] = A[None] @ x  # MARK
+
+
+def k_keyword(A, y):
+    y[:] = np.sum(A, axis=0, keepdims=True)  # MARK
+
+
+def k_cumsum(x, y):
+    y[:] = np.cumsum(x)  # MARK
+
+
+def k_sqrt_value(x, y):
+    y[0] = np.sqrt(x)  # MARK
+
+
+def k_array_value(x, y):
+    y[0] = x * 2.0  # MARK
+
+
+def k_int8(x):
+    x[0] = np.int8(300)  # MARK
+
+
+def k_lu_wrong_way(A, k):
+    for i in omp.parallel_range(k, A.shape[0]):
+        A[i, k + 1:] -= A[k, k + 1:]  # MARK
+
+
+V, M = np.zeros(4), np.zeros((4, 4))
+REFUSED = [
+    (k_reads_target, (M, V), "A @ x reads x[:], which this statement writes: numpy "
+                             "computes it first, a kernel does not"),
+    (k_matmul_rank, (M, V, V), "@ of arrays with 3 and 1 dimensions: kernels take 1-d "
+                               "and 2-d operands"),
+    (k_keyword, (M, V), "np.sum(): keepdims= is not supported in kernels (the array and "
+                        "axis= are)"),
+    (k_cumsum, (V, V), "np.cumsum is not supported in kernels (yet)"),
+    (k_sqrt_value, (V, V), "x is an array: kernels compute np.sqrt() of arrays "
+                           "elementwise only into a sub-array (out[:] = np.sqrt(x))"),
+    (k_array_value, (V, V), "x is an array: a kernel computes array arithmetic only "
+                            "into a sub-array (out[:] = ...)"),
+    (k_int8, (np.zeros(2, np.int8),), "np.int8(300): Python integer 300 out of bounds "
+                                      "for int8"),
+    (k_lu_wrong_way, (M, 1), "A[k, k + 1:] overlaps A[i, k + 1:]"),
+]
+
+
+@pytest.mark.parametrize("fn, args, text", REFUSED, ids=[c[0].__name__ for c in REFUSED])
+def test_refused_naming_what_is_missing(fn, args, text):
+    with pytest.raises(CompileError) as info:
+        omp.target(fn).source(*args)
+    lines, start = inspect.getsourcelines(fn)
+    line = start + next(k for k, t in enumerate(lines) if "# MARK" in t)
+    first = str(info.value).partition("\n")[0]
+    assert first.startswith(f"{os.path.abspath(__file__)}:{line}: ")
+    assert text in first
