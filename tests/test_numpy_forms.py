@@ -75,6 +75,32 @@ def hashes(x, out):
         out[i] = (x[i] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(7)
 
 
+@omp.target
+def views(x, A, B, out, y):
+    a = x[1:]                               # views bound to names
+    b = x[:-1]
+    y[1:] = 0.5 * (a + b)
+    t = A.T
+    B[:, :] = t + A.T * 2.0
+    out[0] = np.sum(a) + a[0] + a[-1] + len(a) + t.shape[0] * 100 + t[1, 0]
+    ev = x[::2]
+    ev[:] = ev * 10.0                       # writes x through the view
+    out[1] = ev.size + ev.ndim
+    for i in omp.parallel_range(A.shape[0]):
+        r = A[i, 1:]
+        r[0] = r[-1] + i
+    c = A[:, 2]
+    out[2] = c @ c
+    w = A[1:, ::-1].T                       # a view of a view
+    out[3] = w[0, 0] + w.shape[1] * 1000 + np.max(w)
+    m = 1
+    for k in range(3):
+        s = x[m:]                           # rebound each time round
+        out[4] += s[0]
+        m = m + 2
+        out[5] += s[0]                      # a later change of m does not move s
+
+
 def inputs(kernel):
     rng = np.random.default_rng(3)
     A, B = rng.random((5, 7)), rng.random((7, 6))
@@ -92,12 +118,14 @@ def inputs(kernel):
             np.zeros(8, np.float32), np.zeros(1, np.float32)
     if kernel is lu:
         return (rng.random((9, 9)) + 9 * np.eye(9),)
+    if kernel is views:
+        return rng.random(9), rng.random((4, 4)), np.zeros((4, 4)), np.zeros(6), np.zeros(9)
     if kernel is hashes:
         return np.arange(2**63, 2**63 + 8, dtype=np.uint64), np.zeros(8, np.uint64)
     raise AssertionError(kernel)
 
 
-KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes]
+KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views]
 
 
 def check(kernel, run):
@@ -166,6 +194,35 @@ def k_lu_wrong_way(A, k):
         A[i, k + 1:] -= A[k, k + 1:]  # MARK
 
 
+def k_view_alias(x):
+    a = x[1:]
+    a[:] = x[:-1]  # MARK
+
+
+@omp.declare_target
+def h_first(v):
+    return v[0]
+
+
+def k_view_to_helper(x, y):
+    a = x[::2]
+    y[0] = h_first(a)  # MARK
+
+
+def k_view_twice(x, c):
+    if c > 0:
+        a = x[1:]
+    else:
+        a = x[2:]  # MARK
+    x[0] = a[0]
+
+
+def k_view_row(A):
+    v = A[1:, :]
+    v[0] = 1.0                              # a row of v: numpy sets the whole row
+    A[0, 0] = v[0] + 1.0  # MARK
+
+
 V, M = np.zeros(4), np.zeros((4, 4))
 REFUSED = [
     (k_reads_target, (M, V), "A @ x reads x[:], which this statement writes: numpy "
@@ -182,6 +239,12 @@ REFUSED = [
     (k_int8, (np.zeros(2, np.int8),), "np.int8(300): Python integer 300 out of bounds "
                                       "for int8"),
     (k_lu_wrong_way, (M, 1), "A[k, k + 1:] overlaps A[i, k + 1:]"),
+    (k_view_alias, (V,), "x[:-1] overlaps a[:], which this statement writes"),
+    (k_view_to_helper, (V, V), "'a' is a strided view: kernels index it, slice it and "
+                               "compute with it, but do not pass it to a helper"),
+    (k_view_twice, (V, 1), "'a' is bound to a view by another statement: bind a view "
+                           "to a name once"),
+    (k_view_row, (M,), "v is a view with 2 dimensions: index every one of them"),
 ]
 
 

@@ -23,6 +23,7 @@ from . import types as T
 from .calls import ABS, COMPLEX, MATH
 from .computed import Made
 from .expressions import _UNSET, _i, _indices, _is_shape, dims
+from .views import is_transpose
 
 # elementwise functions whose array arguments are leaves
 _ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where, np.clip} | set(ABS) \
@@ -88,8 +89,12 @@ class Arrays:
     def rank(self, node):
         """The number of dimensions of the array ``node`` denotes (0: not an array)."""
         if isinstance(node, ast.Name):
+            if node.id in self.views:
+                return len(self.views[node.id].axes)
             a = self.arrays.get(node.id)
             return 0 if a is None else a.type.ndim
+        if is_transpose(node):
+            return self.rank(node.value)
         if isinstance(node, ast.Subscript) and not _is_shape(node.value):
             r = self.rank(node.value)
             if r:
@@ -99,7 +104,12 @@ class Arrays:
         return 0
 
     def slab(self, node):
-        """The Slab of an array-denoting Name or Subscript."""
+        """The Slab of an array-denoting Name, Subscript or ``.T``."""
+        if isinstance(node, ast.Name) and node.id in self.views:
+            return copy.deepcopy(self.views[node.id])
+        if is_transpose(node):
+            base = self.slab(node.value)
+            return Slab(base.root, base.fixed, base.axes[::-1])
         if isinstance(node, ast.Name):
             a = self.arrays[node.id]
             root, prefix = (a.array, a.prefix) if isinstance(a, ir.View) else (a, [])
@@ -193,7 +203,7 @@ class Arrays:
     # -- leaves of an elementwise expression ------------------------------------------
     def arrayish(self, node):
         """Whether ``node`` is an array expression (no side effects)."""
-        if isinstance(node, (ast.Name, ast.Subscript)):
+        if isinstance(node, (ast.Name, ast.Subscript)) or is_transpose(node):
             return self.rank(node) > 0
         if _part(node):
             return self.arrayish(node.value)
@@ -219,7 +229,7 @@ class Arrays:
 
     def leaves(self, node, out):
         """The array operands of the elementwise expression ``node``: [(node, Slab)]."""
-        if isinstance(node, (ast.Name, ast.Subscript)):
+        if isinstance(node, (ast.Name, ast.Subscript)) or is_transpose(node):
             if self.rank(node):
                 out.append((node, self.slab(node)))
         elif _part(node):                                       # z.real

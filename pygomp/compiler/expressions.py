@@ -56,7 +56,7 @@ class Expressions:
         return any(isinstance(n, ast.Name) and self.is_local(n.id) for n in ast.walk(node))
 
     def is_local(self, name):
-        return (name in self.arrays or name in self.gone
+        return (name in self.arrays or name in self.views or name in self.gone
                 or any(name in s.names or name in s.reductions for s in self.scopes))
 
     def callee(self, node):
@@ -108,6 +108,10 @@ class Expressions:
         name = node.id
         if name in self.arrays:
             return copy.deepcopy(self.arrays[name])
+        if name in self.views:
+            raise self.error(node, f"{name!r} is a strided view: kernels index it, slice "
+                                   f"it and compute with it, but do not pass it to a "
+                                   f"helper or loop over it (yet); pass the array")
         found = self.resolve(name)
         if found is not None:
             return ir.Var(found[0], type=self.vtypes[name], weak=name in self.weakvars)
@@ -131,6 +135,8 @@ class Expressions:
     def expr_Attribute(self, node):
         if id(node.value) in self.elems and node.attr in ("real", "imag"):
             return complexes.part(self.expr(node.value), node.attr)   # an element's
+        if self.viewish(node.value) and node.attr in ("ndim", "size"):
+            return self.view_attribute(node)
         arr = self.array_of(node.value)
         if arr is not None:
             if node.attr == "ndim":
@@ -188,6 +194,8 @@ class Expressions:
         v = node.value
         if isinstance(v, ast.Call):
             self.expr(v)                # its own error, when it is refused
+        if _is_shape(v) and self.viewish(v.value):
+            return self.view_attribute(node)
         if _is_shape(v):
             arr = self.array_of(v.value)
             if arr is not None:
@@ -202,6 +210,8 @@ class Expressions:
 
     def subscript(self, arr_node, idx_nodes, node):
         """``arr_node[idx...]``: an element (Index), or a View when indices are left."""
+        if self.viewish(arr_node):
+            return self.view_element(arr_node, idx_nodes, node)
         arr = self.array_of(arr_node)
         if arr is None:
             if isinstance(arr_node, ast.Name) and not self.is_local(arr_node.id) \
@@ -212,9 +222,10 @@ class Expressions:
         root, prefix = (arr.array, arr.prefix) if isinstance(arr, ir.View) else (arr, [])
         t = root.type
         if any(isinstance(i, ast.Slice) for i in idx_nodes):
-            raise self.error(node, f"{ast.unparse(node)}: kernels take slices in array "
-                                   f"assignments (v[1:] = ...) and numpy reductions "
-                                   f"(np.sum(x[1:])), not as values of their own")
+            raise self.error(node, f"{ast.unparse(node)} is an array: kernels take slices "
+                                   f"in array assignments (v[1:] = ...), numpy reductions "
+                                   f"(np.sum(x[1:])) and bound to a name (y = x[1:]), "
+                                   f"not as values of their own")
         if len(prefix) + len(idx_nodes) > t.ndim:
             raise self.error(node, f"{ast.unparse(arr_node)} has "
                                    f"{dims(t.ndim - len(prefix))} and the kernel indexes "

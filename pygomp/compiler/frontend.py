@@ -54,6 +54,7 @@ from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
 from .statements import Statements
+from .views import Views
 
 SUPPORTED = {
     # statements
@@ -122,10 +123,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls, Computed):
+               NumpyCalls, Computed, Views):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py, computed.py)."""
+    npcalls.py, computed.py, views.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -179,6 +180,8 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
         self.arrays = {}            # python name -> its ArrayRef or View, visible now
+        self.views = {}             # python name -> the strided Slab bound to it (views.py)
+        self.view_stmts = {}        # python name -> the statement binding it
         self.bounds = {}            # C name of a loop variable (in the loop) or of a name
                                     # assigned once -> its lower bound
         self.seqvars = []           # loop variables of the enclosing range loops

@@ -73,9 +73,9 @@ class NumpyCalls:
             return self.where(node)
         if obj is np.clip:
             return self.clip(node)
-        if obj is len and len(node.args) == 1 and isinstance(node.args[0], ast.Subscript) \
-                and self.rank(node.args[0]):
-            return length(self.slab(node.args[0]).axes[0])      # len(x[1:])
+        if obj is len and len(node.args) == 1 and self.rank(node.args[0]) and (
+                isinstance(node.args[0], ast.Subscript) or self.viewish(node.args[0])):
+            return length(self.slab(node.args[0]).axes[0])      # len(x[1:]), len(view)
         if obj is np.linalg.norm:
             if len(node.args) != 1 or node.keywords:
                 raise self.error(node, "np.linalg.norm(x): ord= and axis= are not supported "

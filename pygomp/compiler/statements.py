@@ -191,6 +191,8 @@ class Statements:
         name = target.id
         if name in self.seqvars or any(name in sc.loopvars for sc in self.scopes):
             raise self.error(s, f"assignment to the loop variable {name!r}")
+        if self.binds_view(value_node):
+            return self.bind_view(name, value_node, s)      # a = x[1:] (views.py)
         v = self.expr(value_node)
         if isinstance(v.type, T.Array):
             return self.bind(name, v, s)
