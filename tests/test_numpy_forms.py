@@ -1,8 +1,9 @@
-"""The numpy forms of computed operands and in-place updates: ``@``, np.dot and
-np.matmul of 1-d and 2-d arrays, reductions along an axis, np.outer, np.clip,
-np.linalg.norm, the parts and conjugate of complex arrays, the LU row update and uint64
-literals.  Each kernel on every device, and its CUDA C under the emulation of
-test_cuda_emu, against its ``py_func`` run on numpy arrays."""
+"""The numpy forms of the second round: ``@``, np.dot and np.matmul of 1-d and 2-d
+arrays, reductions along an axis, np.outer, np.clip, np.linalg.norm, the parts and
+conjugate of complex arrays, views bound to names and ``.T``, np.cumsum and np.cumprod,
+the LU row update and uint64 literals.  Each kernel on every device, and its CUDA C
+under the emulation of test_cuda_emu, against its ``py_func`` run on numpy arrays; and
+the refusals, each naming what is missing."""
 import inspect
 import os
 import sys
@@ -101,6 +102,21 @@ def views(x, A, B, out, y):
         out[5] += s[0]                      # a later change of m does not move s
 
 
+@omp.target
+def prefix(x, y, z, xi, yi, P):
+    y[:] = np.cumsum(x)                     # a two-pass parallel scan
+    z[1:] = np.cumprod(x[:-1] * 0.5 + 0.75)
+    yi[:] = np.cumsum(xi)
+    for i in omp.parallel_range(P.shape[0]):
+        P[i, :] = np.cumsum(x[:P.shape[1]] + i)     # the thread's sequential scan
+
+
+def prefix_inputs(n):
+    rng = np.random.default_rng(n)
+    return rng.random(n), np.zeros(n), np.zeros(n), rng.integers(-9, 9, n), \
+        np.zeros(n, np.int64), np.zeros((3, min(n, 4)))
+
+
 def inputs(kernel):
     rng = np.random.default_rng(3)
     A, B = rng.random((5, 7)), rng.random((7, 6))
@@ -120,12 +136,15 @@ def inputs(kernel):
         return (rng.random((9, 9)) + 9 * np.eye(9),)
     if kernel is views:
         return rng.random(9), rng.random((4, 4)), np.zeros((4, 4)), np.zeros(6), np.zeros(9)
+    if kernel is prefix:
+        return prefix_inputs(2100)
     if kernel is hashes:
         return np.arange(2**63, 2**63 + 8, dtype=np.uint64), np.zeros(8, np.uint64)
     raise AssertionError(kernel)
 
 
-KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views]
+KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views,
+           prefix]
 
 
 def check(kernel, run):
@@ -137,13 +156,26 @@ def check(kernel, run):
     for a, w in zip(args, want):
         if isinstance(a, np.ndarray):
             assert a.dtype == w.dtype
-            rtol = 1e-5 if a.dtype in (np.float32, np.complex64) else 1e-12
+            rtol = 1e-5 if a.dtype in (np.float32, np.complex64) else 1e-10
             np.testing.assert_allclose(a, w, rtol=rtol, err_msg=kernel.py_func.__name__)
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.py_func.__name__)
 def test_forms_mean_their_py_func(device, kernel):
     check(kernel, lambda k, args: k.on(device)(*args))
+
+
+@pytest.mark.parametrize("n", [0, 1, 1023, 1024, 1025, 4099])
+def test_prefix_at_chunk_edges(device, n):
+    """Lengths around the chunks of the parallel scan: empty, one element, one chunk
+    short of, at and past a multiple of the blocks."""
+    args = prefix_inputs(n)
+    want = [a.copy() for a in args]
+    prefix.on(device)(*args)
+    prefix.py_func(*want)
+    for a, w in zip(args, want):
+        np.testing.assert_allclose(a, w, rtol=1e-10)
+    assert np.array_equal(args[4], want[4])         # integers: exactly
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +206,7 @@ def k_keyword(A, y):
 
 
 def k_cumsum(x, y):
-    y[:] = np.cumsum(x)  # MARK
+    y[:] = np.diff(x)  # MARK
 
 
 def k_sqrt_value(x, y):
@@ -223,6 +255,10 @@ def k_view_row(A):
     A[0, 0] = v[0] + 1.0  # MARK
 
 
+def k_cumsum_inside(x, y):
+    y[:] = 1.0 + np.cumsum(x)  # MARK
+
+
 V, M = np.zeros(4), np.zeros((4, 4))
 REFUSED = [
     (k_reads_target, (M, V), "A @ x reads x[:], which this statement writes: numpy "
@@ -231,7 +267,9 @@ REFUSED = [
                                "and 2-d operands"),
     (k_keyword, (M, V), "np.sum(): keepdims= is not supported in kernels (the array and "
                         "axis= are)"),
-    (k_cumsum, (V, V), "np.cumsum is not supported in kernels (yet)"),
+    (k_cumsum_inside, (V, V), "np.cumsum() is taken as the whole right side of an array "
+                              "assignment (y[:] = np.cumsum(x)), not inside an expression"),
+    (k_cumsum, (V, V), "np.diff is not supported in kernels (yet)"),
     (k_sqrt_value, (V, V), "x is an array: kernels compute np.sqrt() of arrays "
                            "elementwise only into a sub-array (out[:] = np.sqrt(x))"),
     (k_array_value, (V, V), "x is an array: a kernel computes array arithmetic only "

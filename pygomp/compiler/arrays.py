@@ -296,6 +296,25 @@ class Arrays:
                                    f"of arrays and scalars")
         return v
 
+    def check_overlap(self, leaves, tslab, target, s):
+        """Refuse a right side that reads the target ``tslab`` at other places."""
+        probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(tslab.axes))]
+        for n, sl in leaves:        # numpy reads the whole right side before it writes
+            if isinstance(sl, Made):
+                if tslab.root.name in sl.roots:
+                    raise self.error(s, f"{ast.unparse(n)} reads {ast.unparse(target)}, "
+                                        f"which this statement writes: numpy computes it "
+                                        f"first, a kernel does not; write into another "
+                                        f"array")
+            elif sl.root.name == tslab.root.name and \
+                    not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
+                raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
+                                    f"which this statement writes: numpy copies the right "
+                                    f"side first, a kernel does not (it needs an index "
+                                    f"that the loop bounds prove differs, as in "
+                                    f"A[i, k:] -= A[k, k:] under i > k); write into "
+                                    f"another array")
+
     def disjoint(self, a, b, probe):
         """Whether two elements of one array, at the statement's loop indices
         ``probe``, are the same place for every index (nothing to copy first), or
@@ -352,26 +371,13 @@ class Arrays:
     def array_assign(self, target, value, s, aug=False):
         """``target = value`` (``target += value`` when ``aug``) with ``target`` a
         sub-array: a loop nest over its extents."""
+        if self.is_scan(value) and not aug:
+            return self.scan_assign(target, value, s)          # np.cumsum (scans.py)
         tslab = self.slab(target)
         shape = [(ax[3], ax[4]) for ax in tslab.axes]
         leaves = self.leaves(value, [])
         self.check_shapes(leaves, shape, s, ast.unparse(target))
-        probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(shape))]
-        for n, sl in leaves:        # numpy reads the whole right side before it writes
-            if isinstance(sl, Made):
-                if tslab.root.name in sl.roots:
-                    raise self.error(s, f"{ast.unparse(n)} reads {ast.unparse(target)}, "
-                                        f"which this statement writes: numpy computes it "
-                                        f"first, a kernel does not; write into another "
-                                        f"array")
-            elif sl.root.name == tslab.root.name and \
-                    not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
-                raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
-                                    f"which this statement writes: numpy copies the right "
-                                    f"side first, a kernel does not (it needs an index "
-                                    f"that the loop bounds prove differs, as in "
-                                    f"A[i, k:] -= A[k, k:] under i > k); write into "
-                                    f"another array")
+        self.check_overlap(leaves, tslab, target, s)
         levels = () if self.levels or not self.is_kernel else ("gang", "worker", "vector")
         ks = self.loop_vars(s, "k", len(shape), bool(levels))
         v = self.element(value, leaves, ks)

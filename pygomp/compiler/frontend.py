@@ -53,6 +53,7 @@ from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
+from .scans import Scans
 from .statements import Statements
 from .views import Views
 
@@ -123,10 +124,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls, Computed, Views):
+               NumpyCalls, Computed, Views, Scans):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py, computed.py, views.py)."""
+    npcalls.py, computed.py, views.py, scans.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
