@@ -112,7 +112,7 @@ class Calls:
             if t.is_bool:
                 return ir.Compare("!=", args[0], self.convert(_i(0), args[0].type, node),
                                   type=T.BOOL)
-            return ir.Cast(args[0], type=t)
+            return ir.Cast(args[0], type=t, weak=obj in (int, float))    # Python's: weak
         if obj in MINMAX:
             if len(args) < 2 or (len(args) > 2 and obj not in (builtins.min, builtins.max)):
                 raise self.error(node, f"{ast.unparse(node.func)}() takes two scalars "
