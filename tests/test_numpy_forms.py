@@ -1,9 +1,9 @@
 """The numpy forms of the second round: ``@``, np.dot and np.matmul of 1-d and 2-d
 arrays, reductions along an axis, np.outer, np.clip, np.linalg.norm, the parts and
-conjugate of complex arrays, views bound to names and ``.T``, np.cumsum and np.cumprod,
-the LU row update and uint64 literals.  Each kernel on every device, and its CUDA C
-under the emulation of test_cuda_emu, against its ``py_func`` run on numpy arrays; and
-the refusals, each naming what is missing."""
+conjugate of complex arrays, views bound to names and ``.T``, slices with a step known
+at run time, np.cumsum and np.cumprod, the LU row update and uint64 literals.  Each
+kernel on every device, and its CUDA C under the emulation of test_cuda_emu, against
+its ``py_func`` run on numpy arrays; and the refusals, each naming what is missing."""
 import inspect
 import os
 import sys
@@ -103,6 +103,34 @@ def views(x, A, B, out, y):
 
 
 @omp.target
+def var_steps(x, a, b, s, out, lens, y):
+    out[0] = np.sum(x[a:b:s])               # a step known at run time
+    lens[0] = len(x[a:b:s])
+    out[1] = np.sum(x[::s])
+    v = x[a::s]
+    lens[1] = len(v)
+    out[2] = np.sum(v[::2]) if len(v) > 0 else -1.0
+    y[b:a:s] = 1.0
+
+
+def test_variable_steps_as_numpy_normalizes_them(device):
+    """Steps of both signs and of several sizes with bounds negative, past either end
+    and empty: x holds powers of two, so a sum names the elements taken."""
+    k = var_steps.on(device)
+    for n in (0, 1, 7):
+        x = 2.0 ** np.arange(n)
+        for a in (-9, -2, 0, 3):
+            for b in (-9, -1, 4, 9):
+                for s in (-3, -1, 1, 2):
+                    args = (x, a, b, s, np.zeros(3), np.zeros(2, np.int64), np.zeros(n))
+                    want = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+                    var_steps.py_func(*want)
+                    k(*args)
+                    for got, w in zip(args[4:], want[4:]):
+                        np.testing.assert_array_equal(got, w, err_msg=f"{n} {a} {b} {s}")
+
+
+@omp.target
 def prefix(x, y, z, xi, yi, P):
     y[:] = np.cumsum(x)                     # a two-pass parallel scan
     z[1:] = np.cumprod(x[:-1] * 0.5 + 0.75)
@@ -136,6 +164,9 @@ def inputs(kernel):
         return (rng.random((9, 9)) + 9 * np.eye(9),)
     if kernel is views:
         return rng.random(9), rng.random((4, 4)), np.zeros((4, 4)), np.zeros(6), np.zeros(9)
+    if kernel is var_steps:
+        return 2.0 ** np.arange(9), -2, 1, -2, np.zeros(3), np.zeros(2, np.int64), \
+            np.zeros(9)
     if kernel is prefix:
         return prefix_inputs(2100)
     if kernel is hashes:
@@ -144,7 +175,7 @@ def inputs(kernel):
 
 
 KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views,
-           prefix]
+           var_steps, prefix]
 
 
 def check(kernel, run):

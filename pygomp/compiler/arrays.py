@@ -50,7 +50,7 @@ class Slab:
                 idx[ax] = copy.deepcopy(start)
                 continue
             k = copy.deepcopy(k)
-            off = k if step == 1 else ir.BinOp("*", k, _i(step), type=T.INT64)
+            off = _times(k, step)
             idx[ax] = off if _zero(start) else ir.BinOp("+", copy.deepcopy(start), off,
                                                         type=T.INT64)
         t = self.root.type
@@ -140,16 +140,14 @@ class Arrays:
                                        f"only with :")
             if isinstance(i, ast.Slice):
                 s0, st, ln, sy = self.slice_bounds(i, n, sym, node, d)
-                s0 = s0 if step == 1 or _zero(s0) else ir.BinOp("*", s0, _i(step),
-                                                                type=T.INT64)
+                s0 = s0 if _zero(s0) else _times(s0, step)
                 start = _add(s0, start.value) if isinstance(start, ir.Const) else \
                     ir.BinOp("+", start, s0, type=T.INT64)
-                axes.append((ax, self.hoist(start, i, f"s{d}_"), step * st,
+                axes.append((ax, self.hoist(start, i, f"s{d}_"), _times(step, st),
                              self.hoist(ln, i, f"n{d}_"), sy))
             else:
                 k = self.index(i, copy.deepcopy(n))
-                if step != 1:
-                    k = ir.BinOp("*", k, _i(step), type=T.INT64)
+                k = _times(k, step)
                 fixed[ax] = k if _zero(start) else ir.BinOp("+", start, k, type=T.INT64)
         return Slab(base.root, fixed, axes + rest)
 
@@ -158,10 +156,13 @@ class Arrays:
         numpy's rules: negative bounds count from the end, bounds out of range clip (to
         [0, n] for a positive step, [-1, n-1] for a negative one).  The length is
         negative where numpy's is 0 (`length` clips it)."""
-        step = 1 if sl.step is None else self.static(sl.step)
+        step = 1 if sl.step is None else \
+            _UNSET if self.is_local_expr(sl.step) else self.static(sl.step)
+        if step is _UNSET:
+            return self.variable_step(sl, n, sym, node, d)
         if not isinstance(step, int) or isinstance(step, bool) or step == 0:
             raise self.error(node, f"{ast.unparse(node)}: the step of a slice must be a "
-                                   f"non-zero integer constant in kernels")
+                                   f"non-zero integer")
         lo, hi = (0, n) if step > 0 else (-1, _add(n, -1))
 
         def bound(b, default, default_sym):
@@ -199,6 +200,24 @@ class Arrays:
             if low[0] == "" or low[0] == top[0]:
                 ln_sym = (top[0] if low[0] == "" else "", top[1] - low[1])
         return start, step, length, ln_sym
+
+    def variable_step(self, sl, n, sym, node, d):
+        """`slice_bounds` of a slice whose step is known at run time: numpy's bounds
+        for a positive and for a negative step, chosen by its sign (a step of 0 gives
+        no elements, where numpy raises)."""
+        step = self.temp(sl, f"st{d}_", T.INT64, self.int_expr(sl.step))
+        out = []
+        for sign in (1, -1):
+            one = ast.copy_location(ast.Slice(lower=sl.lower, upper=sl.upper,
+                                              step=ast.Constant(sign)), sl)
+            start, _, span, _ = self.slice_bounds(one, n, sym, node, f"{d}{'pm'[sign < 0]}")
+            k = step if sign > 0 else ir.Unary("-", step, type=T.INT64)    # |step|
+            up = ir.BinOp("+", span, _add(copy.deepcopy(k), -1), type=T.INT64)
+            out.append((start, ir.Call("floordiv", [up, copy.deepcopy(k)], type=T.INT64)))
+        up = ir.Compare(">", step, _i(0), type=T.BOOL)
+        start = ir.Select(up, out[0][0], out[1][0], type=T.INT64)
+        length = ir.Select(copy.deepcopy(up), out[0][1], out[1][1], type=T.INT64)
+        return start, step, length, None
 
     # -- leaves of an elementwise expression ------------------------------------------
     def arrayish(self, node):
@@ -404,6 +423,16 @@ def _part(node):
 def _conjugate(node):
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
         and node.func.attr == "conjugate" and not node.args
+
+
+def _times(a, b):
+    """``a * b`` of int64 IR or Python ints (an int when both are)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(b, int) and b == 1 or isinstance(a, int) and a == 1:
+        return b if isinstance(a, int) else a
+    a, b = (_i(x) if isinstance(x, int) else copy.deepcopy(x) for x in (a, b))
+    return ir.BinOp("*", a, b, type=T.INT64)
 
 
 def _bcast(ax):
