@@ -1,9 +1,10 @@
 """The numpy forms of the second round: ``@``, np.dot and np.matmul of 1-d and 2-d
 arrays, reductions along an axis, np.outer, np.clip, np.linalg.norm, the parts and
-conjugate of complex arrays, views bound to names and ``.T``, slices with a step known
-at run time, np.cumsum and np.cumprod, the LU row update and uint64 literals.  Each
-kernel on every device, and its CUDA C under the emulation of test_cuda_emu, against
-its ``py_func`` run on numpy arrays; and the refusals, each naming what is missing."""
+conjugate of complex arrays, views (bound to names, passed to helpers, looped over,
+``.T``), slices with a step known at run time, np.cumsum and np.cumprod, the LU row
+update and uint64 literals.  Each kernel on every device, and its CUDA C under the
+emulation of test_cuda_emu, against its ``py_func`` run on numpy arrays; and the
+refusals, each naming what is missing."""
 import inspect
 import os
 import sys
@@ -102,6 +103,37 @@ def views(x, A, B, out, y):
         out[5] += s[0]                      # a later change of m does not move s
 
 
+@omp.declare_target
+def total(v):
+    s = 0.0
+    for k in range(len(v)):
+        s += v[k]
+    return s
+
+
+@omp.declare_target
+def scale(v, c):
+    v[:] = v * c                            # through the view, into the caller's array
+
+
+@omp.declare_target
+def corner(m):
+    return m[0, 0] + m[m.shape[0] - 1, 1] + np.sum(m)
+
+
+@omp.target
+def strided_helpers(x, A, out, s):
+    out[0] = total(x[::2]) + total(x[1::s])
+    scale(x[::3], 2.0)
+    out[1] = corner(A.T) + corner(A[1:, ::-1])
+    for i in omp.parallel_range(A.shape[0]):
+        scale(A[i, ::2], 0.5)
+    col = A[:, 1]
+    out[2] = total(col)
+    for v in x[::-4]:                       # a loop over a 1-d view
+        out[2] += v
+
+
 @omp.target
 def var_steps(x, a, b, s, out, lens, y):
     out[0] = np.sum(x[a:b:s])               # a step known at run time
@@ -164,6 +196,8 @@ def inputs(kernel):
         return (rng.random((9, 9)) + 9 * np.eye(9),)
     if kernel is views:
         return rng.random(9), rng.random((4, 4)), np.zeros((4, 4)), np.zeros(6), np.zeros(9)
+    if kernel is strided_helpers:
+        return np.arange(10.0), np.arange(12.0).reshape(3, 4), np.zeros(3), 3
     if kernel is var_steps:
         return 2.0 ** np.arange(9), -2, 1, -2, np.zeros(3), np.zeros(2, np.int64), \
             np.zeros(9)
@@ -175,7 +209,7 @@ def inputs(kernel):
 
 
 KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views,
-           var_steps, prefix]
+           strided_helpers, var_steps, prefix]
 
 
 def check(kernel, run):
@@ -262,14 +296,9 @@ def k_view_alias(x):
     a[:] = x[:-1]  # MARK
 
 
-@omp.declare_target
-def h_first(v):
-    return v[0]
-
-
-def k_view_to_helper(x, y):
-    a = x[::2]
-    y[0] = h_first(a)  # MARK
+def k_view_loop(A, y):
+    for row in A[::2]:  # MARK
+        y[0] += row[0]
 
 
 def k_view_twice(x, c):
@@ -309,8 +338,8 @@ REFUSED = [
                                       "for int8"),
     (k_lu_wrong_way, (M, 1), "A[k, k + 1:] overlaps A[i, k + 1:]"),
     (k_view_alias, (V,), "x[:-1] overlaps a[:], which this statement writes"),
-    (k_view_to_helper, (V, V), "'a' is a strided view: kernels index it, slice it and "
-                               "compute with it, but do not pass it to a helper"),
+    (k_view_loop, (M, V), "cannot loop over A[::2]: kernels loop over the rows of "
+                          "arrays and over 1-d views, not over the rows of a 2-d view"),
     (k_view_twice, (V, 1), "'a' is bound to a view by another statement: bind a view "
                            "to a name once"),
     (k_view_row, (M,), "v is a view with 2 dimensions: index every one of them"),

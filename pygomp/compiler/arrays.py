@@ -22,8 +22,7 @@ from . import ir
 from . import types as T
 from .calls import ABS, COMPLEX, MATH
 from .computed import Made
-from .expressions import _UNSET, _i, _indices, _is_shape, dims
-from .views import is_transpose
+from .expressions import _i, _indices, _is_shape, dims, is_transpose
 
 # elementwise functions whose array arguments are leaves
 _ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where, np.clip} | set(ABS) \
@@ -142,7 +141,7 @@ class Arrays:
                 s0, st, ln, sy = self.slice_bounds(i, n, sym, node, d)
                 s0 = s0 if _zero(s0) else _times(s0, step)
                 start = _add(s0, start.value) if isinstance(start, ir.Const) else \
-                    ir.BinOp("+", start, s0, type=T.INT64)
+                    start if _zero(s0) else ir.BinOp("+", start, s0, type=T.INT64)
                 axes.append((ax, self.hoist(start, i, f"s{d}_"), _times(step, st),
                              self.hoist(ln, i, f"n{d}_"), sy))
             else:
@@ -150,74 +149,6 @@ class Arrays:
                 k = _times(k, step)
                 fixed[ax] = k if _zero(start) else ir.BinOp("+", start, k, type=T.INT64)
         return Slab(base.root, fixed, axes + rest)
-
-    def slice_bounds(self, sl, n, sym, node, d):
-        """(start, step, length, sym) of slice ``sl`` on an axis of length ``n``, with
-        numpy's rules: negative bounds count from the end, bounds out of range clip (to
-        [0, n] for a positive step, [-1, n-1] for a negative one).  The length is
-        negative where numpy's is 0 (`length` clips it)."""
-        step = 1 if sl.step is None else \
-            _UNSET if self.is_local_expr(sl.step) else self.static(sl.step)
-        if step is _UNSET:
-            return self.variable_step(sl, n, sym, node, d)
-        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
-            raise self.error(node, f"{ast.unparse(node)}: the step of a slice must be a "
-                                   f"non-zero integer")
-        lo, hi = (0, n) if step > 0 else (-1, _add(n, -1))
-
-        def bound(b, default, default_sym):
-            # with a positive step, no lower clip of the stop is needed, nor an upper
-            # one of the start: they give a span of no elements as they are
-            stop = step > 0 and b is sl.upper
-            if b is None:
-                return default, default_sym
-            lit = self.static(b) if isinstance(b, (ast.Constant, ast.UnaryOp)) else _UNSET
-            if isinstance(lit, int) and not isinstance(lit, bool):
-                if lit >= 0:
-                    v = _i(lit) if step > 0 and not stop else \
-                        _call("min", _i(lit), copy.deepcopy(hi))
-                    return v, ("", lit)
-                v = _add(copy.deepcopy(n), lit)
-                return (v if stop else _call("max", v, _i(lo)),
-                        (sym[0], sym[1] + lit) if sym else None)
-            e = self.index(b, copy.deepcopy(n))
-            return _call("min", e if stop else _call("max", e, _i(lo)),
-                         copy.deepcopy(hi)), None
-        last = (sym[0], sym[1] - 1) if sym else None
-        start, s_sym = bound(sl.lower, _i(0), ("", 0)) if step > 0 else \
-            bound(sl.lower, _add(copy.deepcopy(n), -1), last)
-        stop, e_sym = bound(sl.upper, copy.deepcopy(n), sym) if step > 0 else \
-            bound(sl.upper, _i(-1), ("", -1))
-        start = self.hoist(start, sl, f"a{d}_")
-        a, b = (stop, copy.deepcopy(start)) if step > 0 else (copy.deepcopy(start), stop)
-        span = _sub(a, b)           # may be negative: a loop over it does nothing
-        k = abs(step)
-        length = span if k == 1 else ir.Call("floordiv", [_add(span, k - 1), _i(k)],
-                                             type=T.INT64)
-        ln_sym = None
-        if k == 1 and s_sym and e_sym:
-            top, low = (e_sym, s_sym) if step > 0 else (s_sym, e_sym)
-            if low[0] == "" or low[0] == top[0]:
-                ln_sym = (top[0] if low[0] == "" else "", top[1] - low[1])
-        return start, step, length, ln_sym
-
-    def variable_step(self, sl, n, sym, node, d):
-        """`slice_bounds` of a slice whose step is known at run time: numpy's bounds
-        for a positive and for a negative step, chosen by its sign (a step of 0 gives
-        no elements, where numpy raises)."""
-        step = self.temp(sl, f"st{d}_", T.INT64, self.int_expr(sl.step))
-        out = []
-        for sign in (1, -1):
-            one = ast.copy_location(ast.Slice(lower=sl.lower, upper=sl.upper,
-                                              step=ast.Constant(sign)), sl)
-            start, _, span, _ = self.slice_bounds(one, n, sym, node, f"{d}{'pm'[sign < 0]}")
-            k = step if sign > 0 else ir.Unary("-", step, type=T.INT64)    # |step|
-            up = ir.BinOp("+", span, _add(copy.deepcopy(k), -1), type=T.INT64)
-            out.append((start, ir.Call("floordiv", [up, copy.deepcopy(k)], type=T.INT64)))
-        up = ir.Compare(">", step, _i(0), type=T.BOOL)
-        start = ir.Select(up, out[0][0], out[1][0], type=T.INT64)
-        length = ir.Select(copy.deepcopy(up), out[0][1], out[1][1], type=T.INT64)
-        return start, step, length, None
 
     # -- leaves of an elementwise expression ------------------------------------------
     def arrayish(self, node):

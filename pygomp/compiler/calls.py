@@ -191,12 +191,21 @@ class Calls:
     def helper(self, helper, node):
         """(the helper's specialization for the arguments of call ``node``, the
         arguments in IR)."""
-        args = [self.expr(a) for a in node.args]
-        for name in getattr(helper, "free", ()):        # what a nested function reads
-            args.append(self.expr(ast.copy_location(ast.Name(id=name, ctx=ast.Load()),
-                                                    node)))
-        types_ = [a.type for a in args]
-        weak = tuple(a.weak for a in args)     # a Python scalar stays one in the helper
+        nodes = list(node.args) + [ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+                                   for name in getattr(helper, "free", ())]  # a nested
+        args, types_, weak = [], [], []         # function's reads follow its arguments
+        for n in nodes:
+            if self.binds_view(n):              # a strided view: its array and bounds
+                t, parts = self.view_argument(n)
+                args += parts
+                types_.append(t)
+                weak.append(False)
+                continue
+            a = self.expr(n)
+            args.append(a)
+            types_.append(a.type)
+            weak.append(a.weak)                 # a Python scalar stays one in the helper
+        weak = tuple(weak)
         key = (helper, tuple(types_), weak)
         fn = self.registry.done.get(key)
         if fn is None:

@@ -15,7 +15,6 @@ import ast
 
 import numpy as np
 
-from . import ir
 from . import types as T
 from .expressions import _i
 from .loops import Scope

@@ -110,8 +110,8 @@ class Expressions:
             return copy.deepcopy(self.arrays[name])
         if name in self.views:
             raise self.error(node, f"{name!r} is a strided view: kernels index it, slice "
-                                   f"it and compute with it, but do not pass it to a "
-                                   f"helper or loop over it (yet); pass the array")
+                                   f"it, compute with it, pass it to helpers and loop "
+                                   f"over a 1-d one, not use it as a value of its own")
         found = self.resolve(name)
         if found is not None:
             return ir.Var(found[0], type=self.vtypes[name], weak=name in self.weakvars)
@@ -425,6 +425,11 @@ class Expressions:
 
 def _indices(node):
     return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def is_transpose(node):
+    """Whether ``node`` is ``a.T``."""
+    return isinstance(node, ast.Attribute) and node.attr == "T"
 
 
 def _is_shape(node):

@@ -56,7 +56,7 @@ from .loops import Loops, Scope
 from .npcalls import NumpyCalls
 from .scans import Scans
 from .statements import Statements
-from .views import Views
+from .views import Strided, Views
 
 SUPPORTED = {
     # statements
@@ -191,14 +191,19 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.rid = 0
         self.decl_lines = {}
         self.loopdepth = 0
-        params = []
+        params, first = [], []      # all of them; the first of each Python parameter
         for a, t in zip(self.node.args.args, self.argtypes):
+            if isinstance(t, Strided):              # a view (views.py): several words
+                params += self.view_parameter(a.arg, self.cname(a.arg), t)
+                first.append(params[-1])
+                continue
             try:
                 t = annotate.check(self.fn.__name__, a.arg, self.annotation(a), t)
             except TypeError as e:
                 raise self.error(a, str(e)) from None
             c = self.cname(a.arg)
             params.append((c, t))
+            first.append((c, t))
             if isinstance(t, T.Array):
                 self.arrays[a.arg] = ir.ArrayRef(c, type=t)
             else:
@@ -208,7 +213,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.live_after = scoping.live_after(self.node.body)
         self.counts = scoping.assignments(self.node.body)
         self.assigned = set(self.counts)
-        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, params)
+        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, first)
                       if isinstance(t, T.Scalar) and a.arg not in self.counts}   # nonneg.py
         self.top = {id(s) for s in self.node.body}   # statements at the function's top
         self.made = []              # statements made from those (tuple assignments)

@@ -25,7 +25,8 @@ from .reductions import OPS, combine, local_name
 
 # numpy reductions: the function or method name -> the reduction operator
 REDUCE = {np.sum: "+", np.prod: "*", np.min: "min", np.max: "max", np.amin: "min",
-          np.amax: "max", np.dot: "dot", np.matmul: "dot", np.argmin: "argmin", np.argmax: "argmax"}
+          np.amax: "max", np.dot: "dot", np.matmul: "dot", np.argmin: "argmin",
+          np.argmax: "argmax"}
 METHODS = {"sum": "+", "prod": "*", "min": "min", "max": "max", "argmin": "argmin",
            "argmax": "argmax"}
 
