@@ -251,18 +251,21 @@ def _known(obj):
 def _array_argument(arg, call, obj):
     """Why an array argument ``arg`` of a scalar function is refused."""
     name = ast.unparse(call.func)
-    if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
-            or isinstance(obj, np.ufunc):
+    if _numpy(obj):
         return (f"{arg} is an array: kernels compute {name}() of arrays elementwise only "
                 f"into a sub-array (out[:] = {ast.unparse(call)}); a kernel makes no "
                 f"array of its own from an expression")
     return f"{arg} is an array; {name}() takes scalars (as it does in Python)"
 
 
+def _numpy(obj):
+    return str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
+        or isinstance(obj, np.ufunc)
+
+
 def _refused(name, obj):
     """Why a call of ``obj`` (written ``name``) is refused."""
-    if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
-            or isinstance(obj, np.ufunc):
+    if _numpy(obj):
         return f"{name} is not supported in kernels (yet)"
     if isinstance(obj, type):
         return f"{name} is a class: kernels cannot create objects"

@@ -18,10 +18,10 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
-  scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
-  (NEP 50), as are int(), float() and complex() of a value: it takes the type of the
-  typed values it meets (``ax += dx[i]`` with float32
-  ``dx`` makes ``ax`` float32); so is a parameter given a Python scalar (a kernel's
+  scalars assign (``ax = 0.0``; a loop index; ``int()``, ``float()`` and ``complex()``
+  of a value) is weak, as a Python scalar is in numpy 2 (NEP 50): it takes the type of
+  the typed values it meets (``ax += dx[i]`` with float32 ``dx`` makes ``ax``
+  float32); so is a parameter given a Python scalar (a kernel's
   unannotated one, or a helper's given a weak value): ``saxpy(2.0, x, y)`` with float32
   arrays computes ``a * x[i]`` in float32, as numpy 2 does, and ``np.float64(2.0)``
   makes it float64;

@@ -20,7 +20,7 @@ from . import complexes, ir
 from . import types as T
 from .arrays import length
 from .computed import Made
-from .expressions import _i, _result_type
+from .expressions import _UNSET, _i, _result_type
 from .reductions import OPS, combine, local_name
 
 # numpy reductions: the function or method name -> the reduction operator
@@ -62,8 +62,9 @@ class NumpyCalls:
             raise self.error(node, f"{name}(): {what} is not supported in kernels (the "
                                    f"array{'s' if op == 'dot' else ''} and axis= are)")
         axis = kw.get("axis", rest[0] if rest else None)
-        if axis is not None:
-            axis = self.static(axis)
+        if axis is not None:            # a constant (else its text, refused as one)
+            v = _UNSET if self.is_local_expr(axis) else self.static(axis)
+            axis = ast.unparse(axis) if v is _UNSET else v
         return op, args, name, axis
 
     def array_call(self, node):
