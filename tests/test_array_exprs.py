@@ -306,7 +306,7 @@ def k_uint_sum(xu):
 
 
 def k_axis(A, y):
-    y[:] = np.argmax(A, axis=0)  # MARK
+    y[:] = np.argmax(A @ A, axis=0)  # MARK
 
 
 def k_matvec_dot(A, x, y):
@@ -333,8 +333,8 @@ REFUSED = [
                                                "convert it explicitly"),
     (k_uint_sum, (np.zeros(4, np.uint32),), "np.sum() of uint32 elements in a parallel "
                                              "loop: operator + does not apply to uint64"),
-    (k_axis, (M, V), "np.argmax() along an axis is not supported in kernels (only "
-                     "np.sum, np.prod, np.min and np.max take axis=)"),
+    (k_axis, (M, V), "np.argmax() of a matrix product or axis reduction is not "
+                     "supported in kernels: store that into an array first"),
     (k_matvec_dot, (M, V, V), "np.dot(A, x) is an array: a kernel stores it into a "
                               "sub-array (out[:] = np.dot(A, x)) or reduces it"),
     (k_scalar_target, (V, V), "x[1:] is an array: kernels take slices in array "

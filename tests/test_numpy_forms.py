@@ -38,10 +38,12 @@ def gang_products(A, B, x, y, Y):
 
 
 @omp.target
-def along_axes(A, r, s, p, T3, out):
+def along_axes(A, r, s, p, T3, out, ai):
     r[:] = A.sum(axis=1)
     s[:] = np.max(A, axis=0) - np.min(A, 0)
-    p[:] = np.prod(A[:, :3] + 1.0, axis=-1)
+    p[:] = np.prod(A[:, :3] + 1.0, axis=-1) + np.linalg.norm(A, axis=1)
+    ai[:5] = np.argmax(A[:, :5], axis=0) + 10 * A[:, :5].argmin(axis=1)
+    ai[5:] = np.argmax(A[:, 5:], axis=0)
     T3[:, :] = np.sum(A[:, :, None] * A[:, None, :], axis=0)   # A.T @ A
     out[0] = np.max(A.sum(axis=0))
     out[1] = np.sum(A[0], axis=0)           # 1-d: a scalar
@@ -185,7 +187,8 @@ def inputs(kernel):
     if kernel is gang_products:
         return A, B, rng.random(7), np.zeros(5), np.zeros((5, 6))
     if kernel is along_axes:
-        return A, np.zeros(5), np.zeros(7), np.zeros(5), np.zeros((7, 7)), np.zeros(3)
+        return A, np.zeros(5), np.zeros(7), np.zeros(5), np.zeros((7, 7)), np.zeros(3), \
+            np.zeros(7, np.int64)
     if kernel is clipped:
         return rng.random(9), np.zeros(9), 0.25
     if kernel is complex_parts:

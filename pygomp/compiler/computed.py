@@ -110,16 +110,18 @@ class Computed:
             raise self.error(node, f"{name}(): axis {axis!r} is not a constant axis of an "
                                    f"array with {len(sx)} dimension"
                                    f"{'s' if len(sx) != 1 else ''}")
-        if op in ("argmin", "argmax", "norm"):
-            raise self.error(node, f"{name}() along an axis is not supported in kernels "
-                                   f"(only np.sum, np.prod, np.min and np.max take axis=)")
         if len(sx) == 1:
             return None             # a scalar: the reduction of `npcalls`
+        if op in ("argmin", "argmax") and any(isinstance(s, Made) for _, s in lx):
+            raise self.error(node, f"{name}() of a matrix product or axis reduction is not "
+                                   f"supported in kernels: store that into an array first")
         a = axis % len(sx)
 
         def make(ks):
             j = self.loop_vars(node, f"j{node.end_col_offset}_", 1, False)
             v = self.element(x, lx, ks[:a] + j + ks[a:])
+            if op in ("argmin", "argmax"):
+                return self.arg_reduce(op, v, j, [sx[a][0]], node, ())
             return self.reduce_value(op, [v.type], v, j, [sx[a][0]], node, ())
         return Made(self, sx[:a] + sx[a + 1:], make, _roots(lx))
 

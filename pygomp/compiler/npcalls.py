@@ -26,7 +26,7 @@ from .reductions import OPS, combine, local_name
 # numpy reductions: the function or method name -> the reduction operator
 REDUCE = {np.sum: "+", np.prod: "*", np.min: "min", np.max: "max", np.amin: "min",
           np.amax: "max", np.dot: "dot", np.matmul: "dot", np.argmin: "argmin",
-          np.argmax: "argmax"}
+          np.argmax: "argmax", np.linalg.norm: "norm"}     # the 2-norm, Frobenius's
 METHODS = {"sum": "+", "prod": "*", "min": "min", "max": "max", "argmin": "argmin",
            "argmax": "argmax"}
 
@@ -68,8 +68,7 @@ class NumpyCalls:
         return op, args, name, axis
 
     def array_call(self, node):
-        """A reduction, np.linalg.norm or ``np.where`` call in IR, or None for other
-        calls."""
+        """A reduction, np.clip or ``np.where`` call in IR, or None for other calls."""
         obj = self.callee(node.func)
         if obj is np.where:
             return self.where(node)
@@ -82,12 +81,6 @@ class NumpyCalls:
         if obj is len and len(node.args) == 1 and self.rank(node.args[0]) and (
                 isinstance(node.args[0], ast.Subscript) or self.viewish(node.args[0])):
             return length(self.slab(node.args[0]).axes[0])      # len(x[1:]), len(view)
-        if obj is np.linalg.norm:
-            if len(node.args) != 1 or node.keywords:
-                raise self.error(node, "np.linalg.norm(x): ord= and axis= are not supported "
-                                       "in kernels (the 2-norm of a vector, the Frobenius "
-                                       "norm of a matrix are)")
-            return self.reduce("norm", node.args, node, "np.linalg.norm")
         parts = self.reduction_parts(node)
         if parts is None:
             return None
