@@ -3,12 +3,15 @@ and ``.T``, np.cumsum, the LU row update) against the same loops written out by 
 in a kernel, and against numpy, side by side.
 
     python bench/bench_numpy_forms.py [--quick] [--repeat N]
+    valgrind --tool=callgrind --toggle-collect='*_form__*' --toggle-collect='*_hand__*' \
+        python bench/bench_numpy_forms.py --once     # then callgrind_annotate --inclusive=yes
 
 On the host device and on a PoCL device when there is one; the data stays on the
 device (target_data).  Times are the best of ``--repeat`` runs, measured in
 alternation; "form/hand" is the form's time over the hand-written loop's (1.0: the
 same), "form/numpy" over numpy's on the host's arrays.  np.cumsum runs on 10**7
-elements (10**5 with --quick).
+elements (10**5 with --quick).  ``--once`` runs each form and hand-written kernel once
+on the host device, for instruction counts, which a busy machine does not change.
 """
 from __future__ import annotations
 
@@ -127,12 +130,12 @@ def cumsum_hand(x, y):          # the same two passes, written out
             y[i] += off
 
 
-def rows(device, n_mat, n_lu, n_scan, repeat):
+def cases(n_mat, n_lu, n_scan):
+    """(name, form, hand, numpy's, arguments) of each case."""
     rng = np.random.default_rng(0)
     A, x, y = rng.random((n_mat, n_mat)), rng.random(n_mat), np.zeros(n_mat)
     C = np.zeros((n_mat, n_mat))
     L = rng.random((n_lu, n_lu)) + n_lu * np.eye(n_lu)
-    L1, L2 = L.copy(), L.copy()
     s, t = rng.random(n_scan), np.zeros(n_scan)
     cases = [("y[:] = A @ x", matvec_form, matvec_hand, lambda: A @ x, (A, x, y)),
              ("np.max(A, axis=0)", colmax_form, colmax_hand, lambda: np.max(A, axis=0),
@@ -140,23 +143,41 @@ def rows(device, n_mat, n_lu, n_scan, repeat):
              ("np.outer(x, y)", outer_form, outer_hand, lambda: np.outer(x, x), (x, x, C)),
              ("t = A.T", transpose_form, transpose_hand, lambda: A.T * 2.0, (A, C)),
              ("np.cumsum", cumsum_form, cumsum_hand, lambda: np.cumsum(s), (s, t))]
-    with pygomp.target_data(device, to=[A, x, s], tofrom=[y, C, t]):
-        for name, form, hand, numpy_f, args in cases:
-            f, h = form.on(device), hand.on(device)
-            t = duel({"form": lambda: f(*args), "hand": lambda: h(*args),
+    return cases + [("LU rows in place", lu_form, lu_hand, lambda: lu_numpy(L.copy()),
+                     (L,))]
+
+
+def rows(device, n_mat, n_lu, n_scan, repeat):
+    for name, form, hand, numpy_f, args in cases(n_mat, n_lu, n_scan):
+        f, h = form.on(device), hand.on(device)
+        if form is lu_form:             # in place: the same input each run
+            t = duel({"form": lambda: f(args[0].copy()), "hand": lambda: h(args[0].copy()),
                       "numpy": numpy_f}, repeat)
-            yield name, t["form"], t["hand"], t["numpy"]
-    f, h = lu_form.on(device), lu_hand.on(device)     # in place: the same input each run
-    t = duel({"form": lambda: f(L1.copy()), "hand": lambda: h(L2.copy()),
-              "numpy": lambda: lu_numpy(L.copy())}, repeat)
-    yield "LU rows in place", t["form"], t["hand"], t["numpy"]
+        else:
+            ins = [a for k, a in enumerate(args[:-1]) if all(a is not b for b in args[:k])]
+            with pygomp.target_data(device, to=ins, tofrom=[args[-1]]):
+                t = duel({"form": lambda: f(*args), "hand": lambda: h(*args),
+                          "numpy": numpy_f}, repeat)
+        yield name, t["form"], t["hand"], t["numpy"]
+
+
+def once():
+    """Each form and hand-written kernel once on the host device (compiled first)."""
+    host = next(n for n, label in _devices() if label == "host")
+    for _, form, hand, _, args in cases(300, 100, 10**6):
+        for k in (form, hand):
+            k.on(host)(*[a.copy() for a in args])   # compiles and loads it
+            k.on(host)(*args)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--once", action="store_true", help="each kernel once, on the host")
     a = ap.parse_args(argv)
+    if a.once:
+        return once()
     sizes = (128, 64, 10**5) if a.quick else (2000, 300, 10**7)
     print(f"{'device':8} {'case':18} {'form':>11} {'hand':>11} {'numpy':>11} "
           f"{'form/hand':>10} {'form/numpy':>11}")
