@@ -11,7 +11,9 @@ device (target_data).  Times are the best of ``--repeat`` runs, measured in
 alternation; "form/hand" is the form's time over the hand-written loop's (1.0: the
 same), "form/numpy" over numpy's on the host's arrays.  np.cumsum runs on 10**7
 elements (10**5 with --quick).  ``--once`` runs each form and hand-written kernel once
-on the host device, for instruction counts, which a busy machine does not change.
+on the host device, for instruction counts, which a busy machine does not change
+(valgrind cannot run AVX-512 code: build the kernels without it, with ``CC`` a gcc that
+adds ``-mno-avx512f``).
 """
 from __future__ import annotations
 
