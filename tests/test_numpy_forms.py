@@ -74,6 +74,18 @@ def lu(A):
 
 
 @omp.target
+def reads_first(x, A):
+    x[:] = x[0] + x                         # x[0] read once, before the loop
+    s = x[1]                                # every gang sees the value before the loop
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = s * x[i]
+    n = A.shape[0]
+    for k in range(n - 1):
+        for i in omp.parallel_range(k + 1, n):
+            A[i, k:] -= A[i, k] / A[k, k] * A[k, k:]     # A[i, k] too: then written
+
+
+@omp.target
 def hashes(x, out):
     for i in omp.parallel_range(x.shape[0]):
         out[i] = (x[i] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(7)
@@ -206,13 +218,15 @@ def inputs(kernel):
             np.zeros(9)
     if kernel is prefix:
         return prefix_inputs(2100)
+    if kernel is reads_first:
+        return np.arange(1.0, 3001.0), rng.random((6, 6)) + 6 * np.eye(6)
     if kernel is hashes:
         return np.arange(2**63, 2**63 + 8, dtype=np.uint64), np.zeros(8, np.uint64)
     raise AssertionError(kernel)
 
 
-KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, hashes, views,
-           strided_helpers, var_steps, prefix]
+KERNELS = [products, gang_products, along_axes, clipped, complex_parts, lu, reads_first,
+           hashes, views, strided_helpers, var_steps, prefix]
 
 
 def check(kernel, run):
@@ -330,8 +344,9 @@ REFUSED = [
                                "and 2-d operands"),
     (k_keyword, (M, V), "np.sum(): keepdims= is not supported in kernels (the array and "
                         "axis= are)"),
-    (k_cumsum_inside, (V, V), "np.cumsum() is taken as the whole right side of an array "
-                              "assignment (y[:] = np.cumsum(x)), not inside an expression"),
+    (k_cumsum_inside, (V, V), "np.cumsum() makes an array: a kernel takes it only as the "
+                              "whole right side of an assignment to a sub-array (y[:] = "
+                              "np.cumsum(x))"),
     (k_cumsum, (V, V), "np.diff is not supported in kernels (yet)"),
     (k_sqrt_value, (V, V), "x is an array: kernels compute np.sqrt() of arrays "
                            "elementwise only into a sub-array (out[:] = np.sqrt(x))"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 
 import numpy as np
 
@@ -265,6 +266,27 @@ class Arrays:
                                     f"A[i, k:] -= A[k, k:] under i > k); write into "
                                     f"another array")
 
+    def pin_reads(self, e, root, ks, s):
+        """``e`` with each element of the array ``root`` that it reads at the same place
+        for every index of ``ks`` (``x[0]`` in ``x[:] = x[0] + x``) read once, into a
+        temporary before the loop, as numpy reads it before it writes."""
+        moving = {k.name for k in ks}
+        pinned = []
+
+        def pin(n):
+            if isinstance(n, ir.Index) and n.array.name == root and not any(
+                    isinstance(m, ir.Var) and m.name in moving for m in ir.walk(n)):
+                pinned.append(n)
+                return self.temp(s, f"p{len(pinned)}_", n.type, n)
+            for f in dataclasses.fields(n):
+                x = getattr(n, f.name)
+                if isinstance(x, ir.Expr):
+                    setattr(n, f.name, pin(x))
+                elif isinstance(x, list):
+                    setattr(n, f.name, [pin(y) if isinstance(y, ir.Expr) else y for y in x])
+            return n
+        return pin(e)
+
     def disjoint(self, a, b, probe):
         """Whether two elements of one array, at the statement's loop indices
         ``probe``, are the same place for every index (nothing to copy first), or
@@ -330,7 +352,7 @@ class Arrays:
         self.check_overlap(leaves, tslab, target, s)
         levels = () if self.levels or not self.is_kernel else ("gang", "worker", "vector")
         ks = self.loop_vars(s, "k", len(shape), bool(levels))
-        v = self.element(value, leaves, ks)
+        v = self.pin_reads(self.element(value, leaves, ks), tslab.root.name, ks, s)
         t = tslab.root.type.elem
         if aug and not T.can_assign(t, v.type):
             raise self.error(s, f"cannot store {v.type} into the {t} array "
