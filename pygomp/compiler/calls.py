@@ -88,7 +88,10 @@ class Calls:
             if not isinstance(a, (ir.ArrayRef, ir.View)):
                 raise self.error(node, "len() takes an array")
             return self.shape(a, 0)
-        if not _known(obj):
+        if not _known(obj):             # what the decoration refuses in it comes first
+            inner = next(filter(None, map(precheck.refused_in, node.args)), None)
+            if inner is not None:
+                raise self.error(inner, precheck.refusal(inner))
             raise self.error(node, _refused(ast.unparse(node.func), obj))
         if _is_type(obj, np.number) and not _is_type(obj, np.complexfloating):
             folded = self.fold(obj, node)       # np.uint64(0x9E3779B97F4A7C15)

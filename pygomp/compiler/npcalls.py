@@ -75,9 +75,9 @@ class NumpyCalls:
         if obj is np.clip:
             return self.clip(node)
         if obj in (np.cumsum, np.cumprod):
-            raise self.error(node, f"{ast.unparse(node.func)}() is taken as the whole right "
-                                   f"side of an array assignment (y[:] = "
-                                   f"{ast.unparse(node)}), not inside an expression")
+            raise self.error(node, f"{ast.unparse(node.func)}() makes an array: a kernel "
+                                   f"takes it only as the whole right side of an assignment "
+                                   f"to a sub-array (y[:] = {ast.unparse(node)})")
         if obj is len and len(node.args) == 1 and self.rank(node.args[0]) and (
                 isinstance(node.args[0], ast.Subscript) or self.viewish(node.args[0])):
             return length(self.slab(node.args[0]).axes[0])      # len(x[1:]), len(view)
