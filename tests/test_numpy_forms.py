@@ -77,8 +77,8 @@ def lu(A):
 def reads_first(x, A):
     x[:] = x[0] + x                         # x[0] read once, before the loop
     s = x[1]                                # every gang sees the value before the loop
-    for i in omp.parallel_range(x.shape[0]):
-        x[i] = s * x[i]
+    for j in omp.parallel_range(x.shape[0]):
+        x[j] = s * x[j]
     n = A.shape[0]
     for k in range(n - 1):
         for i in omp.parallel_range(k + 1, n):
