@@ -46,7 +46,7 @@ class Computed:
         parts = self.reduction_parts(node)
         if parts is not None:
             op, args, name, axis = parts
-            if op in ("dot", "matmul"):
+            if op == "dot":
                 return self.matmul(node, *args)
             return None if axis is None else self.along(node, op, args[0], name, axis)
         if self.callee(node.func) is np.outer:
