@@ -292,11 +292,6 @@ def k_rank(A, y):
     y[:] = A + 1.0  # MARK
 
 
-def k_bound(x):
-    y = x[1:]  # MARK
-    y[0] = 1.0
-
-
 def k_while(x):
     while np.sum(x) < 10.0:  # MARK
         x[0] += 1.0
@@ -311,7 +306,7 @@ def k_uint_sum(xu):
 
 
 def k_axis(A, y):
-    y[:] = np.sum(A, axis=0)  # MARK
+    y[:] = np.argmax(A @ A, axis=0)  # MARK
 
 
 def k_matvec_dot(A, x, y):
@@ -325,12 +320,12 @@ def k_scalar_target(x, y):
 V, M = np.zeros(4), np.zeros((4, 4))
 REFUSED = [
     (k_overlap, (V,), "x[:-1] overlaps x[1:], which this statement writes: numpy copies "
-                      "the right side first, a kernel does not; write into another array"),
+                      "the right side first, a kernel does not (it needs an index that the "
+                      "loop bounds prove differs, as in A[i, k:] -= A[k, k:] under i > k); "
+                      "write into another array"),
     (k_mismatch, (V, V), "u[1:] does not broadcast to u[:-2]: its axis 0 has 1 "
                          "element more"),
     (k_rank, (M, V), "A has 2 dimensions and y[:] has 1: it does not broadcast"),
-    (k_bound, (V,), "x[1:]: kernels take slices in array assignments (v[1:] = ...) and "
-                    "numpy reductions (np.sum(x[1:])), not as values of their own"),
     (k_while, (V,), "a numpy reduction or slice in a while condition: compute it into a "
                     "variable before the loop and at the end of its body"),
     (k_int_inplace, (np.zeros(4, np.int32),), "cannot store float64 into the int32 array "
@@ -338,10 +333,12 @@ REFUSED = [
                                                "convert it explicitly"),
     (k_uint_sum, (np.zeros(4, np.uint32),), "np.sum() of uint32 elements in a parallel "
                                              "loop: operator + does not apply to uint64"),
-    (k_axis, (M, V), "np.sum(): keyword arguments are not supported here"),
-    (k_matvec_dot, (M, V, V), "np.dot() of arrays with 2 and 1 dimensions: kernels take "
-                              "the dot product of two 1-d arrays"),
-    (k_scalar_target, (V, V), "x[1:]: kernels take slices in array assignments"),
+    (k_axis, (M, V), "np.argmax() of a matrix product or axis reduction is not "
+                     "supported in kernels: store that into an array first"),
+    (k_matvec_dot, (M, V, V), "np.dot(A, x) is an array: a kernel stores it into a "
+                              "sub-array (out[:] = np.dot(A, x)) or reduces it"),
+    (k_scalar_target, (V, V), "x[1:] is an array: kernels take slices in array "
+                              "assignments"),
 ]
 
 

@@ -114,7 +114,7 @@ def k_barrier_in_worker(x):
 
 
 def k_slice(x):
-    y = x[1:3]  # MARK
+    x[0] = x[1:3]  # MARK
 
 
 def k_return_in_loop(x):
@@ -182,7 +182,7 @@ BAD = [
     (k_slice, [F64], "kernels take slices in array assignments"),
     (k_return_in_loop, [F64], "return inside a parallel loop"),
     (k_global_array, [F64], "global array 'GLOBAL_ARRAY'"),
-    (k_array_arith, [F64], "is not a scalar"),
+    (k_array_arith, [F64], "a kernel computes array arithmetic only into a sub-array"),
     (k_loop_var_assign, [F64], "assignment to the loop variable 'i'"),
     (k_recursive, [F64], "recursive call of h_recursive"),
     (k_for_list, [F64], "cannot loop over [1, 2]"),

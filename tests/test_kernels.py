@@ -844,8 +844,8 @@ def test_a_nowait_call_that_does_not_compile_raises_at_the_call(device):
             y[i] = sorted(y)
     y = np.zeros(4)
     for options in ({"nowait": True}, {"nowait": True, "depend": {"inout": [y]}}):
-        with pytest.raises(omp.CompileError, match=r"y is an array; sorted\(\) takes "
-                                                   r"scalars"):
+        with pytest.raises(omp.CompileError, match=r"sorted \(builtin_function_or_method\) "
+                                                   r"cannot be called in a kernel"):
             broken.on(device)(y, **options)
     pygomp.taskwait()                   # nothing was left to fail there
     assert not y.any()

@@ -84,12 +84,13 @@ V, M = np.zeros(4), np.zeros((4, 4))
 CASES = [
     (k_complex, (V,), "a complex128 value cannot become float64: take its .real, .imag "
                       "or abs()"),
-    (k_cumsum, (V,), "np.cumsum is not supported in kernels (yet)"),
+    (k_cumsum, (V,), "np.cumsum() makes an array: a kernel takes it only as the whole "
+                     "right side of an assignment to a sub-array (y[:] = np.cumsum(x[i]))"),
     (k_class, (V,), "Foo is a class: kernels cannot create objects"),
     (k_yield, (V,), "yield is not supported in kernels"),
-    (k_rank_2_for_1, (M, V), "x[i] is not a scalar: x has 2 dimensions and x[i] gives "
-                             "1 index (array arithmetic needs a sub-array to store into: "
-                             "out[:] = ...)"),
+    (k_rank_2_for_1, (M, V), "x[i] is an array: x has 2 dimensions and x[i] gives 1 "
+                             "index: a kernel computes array arithmetic only into a "
+                             "sub-array (out[:] = ...); it makes no array of its own"),
     (k_unpack_2, (V,), "x has 1 dimension and the kernel unpacks 2 from its shape"),
     (k_index_2, (V,), "x has 1 dimension and the kernel indexes it with 2"),
     (k_avg, (V,), "bad reduction 'avg:s': 'avg' is not a reduction operator; the "

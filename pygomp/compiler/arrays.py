@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 
 import numpy as np
 
 from . import ir
 from . import types as T
-from .calls import ABS, MATH
-from .expressions import _UNSET, _i, _indices, _is_shape, dims
+from .calls import ABS, COMPLEX, MATH
+from .computed import Made
+from .expressions import _i, _indices, _is_shape, dims, is_transpose
 
 # elementwise functions whose array arguments are leaves
-_ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where} | set(ABS)
+_ELEMENTWISE = set(MATH) | {np.minimum, np.maximum, np.where, np.clip} | set(ABS) \
+    | set(COMPLEX)
 
 
 class Slab:
@@ -47,7 +50,7 @@ class Slab:
                 idx[ax] = copy.deepcopy(start)
                 continue
             k = copy.deepcopy(k)
-            off = k if step == 1 else ir.BinOp("*", k, _i(step), type=T.INT64)
+            off = _times(k, step)
             idx[ax] = off if _zero(start) else ir.BinOp("+", copy.deepcopy(start), off,
                                                         type=T.INT64)
         t = self.root.type
@@ -86,8 +89,12 @@ class Arrays:
     def rank(self, node):
         """The number of dimensions of the array ``node`` denotes (0: not an array)."""
         if isinstance(node, ast.Name):
+            if node.id in self.views:
+                return len(self.views[node.id].axes)
             a = self.arrays.get(node.id)
             return 0 if a is None else a.type.ndim
+        if is_transpose(node):
+            return self.rank(node.value)
         if isinstance(node, ast.Subscript) and not _is_shape(node.value):
             r = self.rank(node.value)
             if r:
@@ -97,7 +104,12 @@ class Arrays:
         return 0
 
     def slab(self, node):
-        """The Slab of an array-denoting Name or Subscript."""
+        """The Slab of an array-denoting Name, Subscript or ``.T``."""
+        if isinstance(node, ast.Name) and node.id in self.views:
+            return copy.deepcopy(self.views[node.id])
+        if is_transpose(node):
+            base = self.slab(node.value)
+            return Slab(base.root, base.fixed, base.axes[::-1])
         if isinstance(node, ast.Name):
             a = self.arrays[node.id]
             root, prefix = (a.array, a.prefix) if isinstance(a, ir.View) else (a, [])
@@ -128,73 +140,32 @@ class Arrays:
                                        f"only with :")
             if isinstance(i, ast.Slice):
                 s0, st, ln, sy = self.slice_bounds(i, n, sym, node, d)
-                s0 = s0 if step == 1 or _zero(s0) else ir.BinOp("*", s0, _i(step),
-                                                                type=T.INT64)
+                s0 = s0 if _zero(s0) else _times(s0, step)
                 start = _add(s0, start.value) if isinstance(start, ir.Const) else \
-                    ir.BinOp("+", start, s0, type=T.INT64)
-                axes.append((ax, self.hoist(start, i, f"s{d}_"), step * st,
+                    start if _zero(s0) else ir.BinOp("+", start, s0, type=T.INT64)
+                axes.append((ax, self.hoist(start, i, f"s{d}_"), _times(step, st),
                              self.hoist(ln, i, f"n{d}_"), sy))
             else:
                 k = self.index(i, copy.deepcopy(n))
-                if step != 1:
-                    k = ir.BinOp("*", k, _i(step), type=T.INT64)
+                k = _times(k, step)
                 fixed[ax] = k if _zero(start) else ir.BinOp("+", start, k, type=T.INT64)
         return Slab(base.root, fixed, axes + rest)
-
-    def slice_bounds(self, sl, n, sym, node, d):
-        """(start, step, length, sym) of slice ``sl`` on an axis of length ``n``, with
-        numpy's rules: negative bounds count from the end, bounds out of range clip (to
-        [0, n] for a positive step, [-1, n-1] for a negative one).  The length is
-        negative where numpy's is 0 (`length` clips it)."""
-        step = 1 if sl.step is None else self.static(sl.step)
-        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
-            raise self.error(node, f"{ast.unparse(node)}: the step of a slice must be a "
-                                   f"non-zero integer constant in kernels")
-        lo, hi = (0, n) if step > 0 else (-1, _add(n, -1))
-
-        def bound(b, default, default_sym):
-            # with a positive step, no lower clip of the stop is needed, nor an upper
-            # one of the start: they give a span of no elements as they are
-            stop = step > 0 and b is sl.upper
-            if b is None:
-                return default, default_sym
-            lit = self.static(b) if isinstance(b, (ast.Constant, ast.UnaryOp)) else _UNSET
-            if isinstance(lit, int) and not isinstance(lit, bool):
-                if lit >= 0:
-                    v = _i(lit) if step > 0 and not stop else \
-                        _call("min", _i(lit), copy.deepcopy(hi))
-                    return v, ("", lit)
-                v = _add(copy.deepcopy(n), lit)
-                return (v if stop else _call("max", v, _i(lo)),
-                        (sym[0], sym[1] + lit) if sym else None)
-            e = self.index(b, copy.deepcopy(n))
-            return _call("min", e if stop else _call("max", e, _i(lo)),
-                         copy.deepcopy(hi)), None
-        last = (sym[0], sym[1] - 1) if sym else None
-        start, s_sym = bound(sl.lower, _i(0), ("", 0)) if step > 0 else \
-            bound(sl.lower, _add(copy.deepcopy(n), -1), last)
-        stop, e_sym = bound(sl.upper, copy.deepcopy(n), sym) if step > 0 else \
-            bound(sl.upper, _i(-1), ("", -1))
-        start = self.hoist(start, sl, f"a{d}_")
-        a, b = (stop, copy.deepcopy(start)) if step > 0 else (copy.deepcopy(start), stop)
-        span = _sub(a, b)           # may be negative: a loop over it does nothing
-        k = abs(step)
-        length = span if k == 1 else ir.Call("floordiv", [_add(span, k - 1), _i(k)],
-                                             type=T.INT64)
-        ln_sym = None
-        if k == 1 and s_sym and e_sym:
-            top, low = (e_sym, s_sym) if step > 0 else (s_sym, e_sym)
-            if low[0] == "" or low[0] == top[0]:
-                ln_sym = (top[0] if low[0] == "" else "", top[1] - low[1])
-        return start, step, length, ln_sym
 
     # -- leaves of an elementwise expression ------------------------------------------
     def arrayish(self, node):
         """Whether ``node`` is an array expression (no side effects)."""
-        if isinstance(node, (ast.Name, ast.Subscript)):
+        if isinstance(node, (ast.Name, ast.Subscript)) or is_transpose(node):
             return self.rank(node) > 0
+        if _part(node):
+            return self.arrayish(node.value)
+        if _conjugate(node):
+            return self.arrayish(node.func.value)
         if isinstance(node, ast.Call):
-            return self.elementwise(node) and any(self.arrayish(a) for a in node.args)
+            if self.elementwise(node):
+                return any(self.arrayish(a) for a in node.args)
+            return self.computed(node) is not None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return self.computed(node) is not None
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             return any(self.arrayish(c) for c in ast.iter_child_nodes(node))
         return False
@@ -209,9 +180,15 @@ class Arrays:
 
     def leaves(self, node, out):
         """The array operands of the elementwise expression ``node``: [(node, Slab)]."""
-        if isinstance(node, (ast.Name, ast.Subscript)):
+        if isinstance(node, (ast.Name, ast.Subscript)) or is_transpose(node):
             if self.rank(node):
                 out.append((node, self.slab(node)))
+        elif _part(node):                                       # z.real
+            self.leaves(node.value, out)
+        elif _conjugate(node):                                  # z.conjugate()
+            self.leaves(node.func.value, out)
+        elif isinstance(node, (ast.Call, ast.BinOp)) and self.computed(node) is not None:
+            out.append((node, self.computed(node)))                 # A @ x, A.sum(axis=1)
         elif isinstance(node, ast.Call):
             if self.elementwise(node):
                 for a in node.args:
@@ -270,6 +247,66 @@ class Arrays:
                                    f"of arrays and scalars")
         return v
 
+    def check_overlap(self, leaves, tslab, target, s):
+        """Refuse a right side that reads the target ``tslab`` at other places."""
+        probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(tslab.axes))]
+        for n, sl in leaves:        # numpy reads the whole right side before it writes
+            if isinstance(sl, Made):
+                if tslab.root.name in sl.roots:
+                    raise self.error(s, f"{ast.unparse(n)} reads {ast.unparse(target)}, "
+                                        f"which this statement writes: numpy computes it "
+                                        f"first, a kernel does not; write into another "
+                                        f"array")
+            elif sl.root.name == tslab.root.name and \
+                    not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
+                raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
+                                    f"which this statement writes: numpy copies the right "
+                                    f"side first, a kernel does not (it needs an index "
+                                    f"that the loop bounds prove differs, as in "
+                                    f"A[i, k:] -= A[k, k:] under i > k); write into "
+                                    f"another array")
+
+    def pin_reads(self, e, root, ks, s):
+        """``e`` with each element of the array ``root`` that it reads at the same place
+        for every index of ``ks`` (``x[0]`` in ``x[:] = x[0] + x``) read once, into a
+        temporary before the loop, as numpy reads it before it writes."""
+        moving = {k.name for k in ks}
+        pinned = []
+
+        def pin(n):
+            if isinstance(n, ir.Index) and n.array.name == root and not any(
+                    isinstance(m, ir.Var) and m.name in moving for m in ir.walk(n)):
+                pinned.append(n)
+                return self.temp(s, f"p{len(pinned)}_", n.type, n)
+            for f in dataclasses.fields(n):
+                x = getattr(n, f.name)
+                if isinstance(x, ir.Expr):
+                    setattr(n, f.name, pin(x))
+                elif isinstance(x, list):
+                    setattr(n, f.name, [pin(y) if isinstance(y, ir.Expr) else y for y in x])
+            return n
+        return pin(e)
+
+    def disjoint(self, a, b, probe):
+        """Whether two elements of one array, at the statement's loop indices
+        ``probe``, are the same place for every index (nothing to copy first), or
+        never meet: on some axis whose indices do not move with ``probe``, one exceeds
+        the other wherever the loops around run (``A[k, j]`` and ``A[i, j]`` in a
+        loop of ``i`` from ``k + 1``)."""
+        if ir.dump(a) == ir.dump(b):
+            return True
+        moving = {k.name for k in probe}
+        for x, y in zip(a.indices, b.indices):
+            if any(isinstance(n, ir.Var) and n.name in moving for e in (x, y)
+                   for n in ir.walk(e)):
+                continue
+            for lo, hi in ((x, y), (y, x)):
+                gap = ir.BinOp("-", ir.BinOp("-", copy.deepcopy(hi), copy.deepcopy(lo),
+                                             type=T.INT64), _i(1), type=T.INT64)
+                if self.nonnegative(gap):
+                    return True
+        return False
+
     # -- loops ------------------------------------------------------------------------
     def loop_vars(self, node, tag, rank, par):
         """The int64 variables of a loop nest for ``node`` (the outermost one a parallel
@@ -286,13 +323,16 @@ class Arrays:
         ParLoop of ``levels`` (with ``reductions``) unless that is empty."""
         line = self.line(node)
         par = bool(levels)
+        stmts = self.inner + stmts          # what computes the elements (`computed`)
+        decls, self.inner, self.inner_decls = self.inner_decls, [], []
         for d in reversed(range(1 if par else 0, len(ks))):
             stmts = [ir.For(ks[d].name, _i(0), extents[d], _i(1), stmts, line=line)]
         if not par:
+            self.scopes[-1].decls += decls
             return stmts
         loop = ir.ParLoop(levels, [ir.Dim(ks[0].name, _i(0), extents[0], _i(1))], stmts,
                           reductions=list(reductions), line=line)
-        loop.decls = [(k.name, T.INT64) for k in ks[1:]]
+        loop.decls = [(k.name, T.INT64) for k in ks[1:]] + decls
         return [loop]
 
     # -- array assignment ---------------------------------------------------------------
@@ -303,21 +343,16 @@ class Arrays:
     def array_assign(self, target, value, s, aug=False):
         """``target = value`` (``target += value`` when ``aug``) with ``target`` a
         sub-array: a loop nest over its extents."""
+        if self.is_scan(value) and not aug:
+            return self.scan_assign(target, value, s)          # np.cumsum (scans.py)
         tslab = self.slab(target)
         shape = [(ax[3], ax[4]) for ax in tslab.axes]
         leaves = self.leaves(value, [])
         self.check_shapes(leaves, shape, s, ast.unparse(target))
-        probe = [ir.Var(f"k{j}", type=T.INT64) for j in range(len(shape))]
-        for n, sl in leaves:        # numpy reads the whole right side before it writes
-            if sl.root.name == tslab.root.name and \
-                    ir.dump(_at(sl, probe)) != ir.dump(tslab.element(probe)):
-                raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
-                                    f"which this statement writes: numpy copies the right "
-                                    f"side first, a kernel does not; write into another "
-                                    f"array")
+        self.check_overlap(leaves, tslab, target, s)
         levels = () if self.levels or not self.is_kernel else ("gang", "worker", "vector")
         ks = self.loop_vars(s, "k", len(shape), bool(levels))
-        v = self.element(value, leaves, ks)
+        v = self.pin_reads(self.element(value, leaves, ks), tslab.root.name, ks, s)
         t = tslab.root.type.elem
         if aug and not T.can_assign(t, v.type):
             raise self.error(s, f"cannot store {v.type} into the {t} array "
@@ -332,6 +367,25 @@ def _at(slab, ks):
     an axis of length 1 broadcasts."""
     mine = ks[len(ks) - len(slab.axes):]
     return slab.element([None if _bcast(ax) else k for ax, k in zip(slab.axes, mine)])
+
+
+def _part(node):
+    return isinstance(node, ast.Attribute) and node.attr in ("real", "imag")
+
+
+def _conjugate(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr == "conjugate" and not node.args
+
+
+def _times(a, b):
+    """``a * b`` of int64 IR or Python ints (an int when both are)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(b, int) and b == 1 or isinstance(a, int) and a == 1:
+        return b if isinstance(a, int) else a
+    a, b = (_i(x) if isinstance(x, int) else copy.deepcopy(x) for x in (a, b))
+    return ir.BinOp("*", a, b, type=T.INT64)
 
 
 def _bcast(ax):

@@ -88,11 +88,19 @@ class Calls:
             if not isinstance(a, (ir.ArrayRef, ir.View)):
                 raise self.error(node, "len() takes an array")
             return self.shape(a, 0)
+        if not _known(obj):             # what the decoration refuses in it comes first
+            inner = next(filter(None, map(precheck.refused_in, node.args)), None)
+            if inner is not None:
+                raise self.error(inner, precheck.refusal(inner))
+            raise self.error(node, _refused(ast.unparse(node.func), obj))
+        if _is_type(obj, np.number) and not _is_type(obj, np.complexfloating):
+            folded = self.fold(obj, node)       # np.uint64(0x9E3779B97F4A7C15)
+            if folded is not None:
+                return folded
         args = [self.expr(a) for a in node.args]
         for a, n in zip(args, node.args):
             if not isinstance(a.type, T.Scalar):
-                raise self.error(n, f"{ast.unparse(n)} is an array; "
-                                    f"{ast.unparse(node.func)}() takes scalars")
+                raise self.error(n, _array_argument(ast.unparse(n), node, obj))
         if obj is complex or (isinstance(obj, type) and issubclass(obj, np.complexfloating)):
             return complexes.make(self, args, None if obj is complex else T.scalar(obj), node)
         if any(a.type.is_complex for a in args):
@@ -107,7 +115,7 @@ class Calls:
             if t.is_bool:
                 return ir.Compare("!=", args[0], self.convert(_i(0), args[0].type, node),
                                   type=T.BOOL)
-            return ir.Cast(args[0], type=t)
+            return ir.Cast(args[0], type=t, weak=obj in (int, float))    # Python's: weak
         if obj in MINMAX:
             if len(args) < 2 or (len(args) > 2 and obj not in (builtins.min, builtins.max)):
                 raise self.error(node, f"{ast.unparse(node.func)}() takes two scalars "
@@ -143,9 +151,20 @@ class Calls:
             if kind == "b":
                 call.type = T.BOOL
             return call
-        if _hashable(obj) and obj in COMPLEX:
-            return complexes.call(self, COMPLEX[obj], args, node)
-        raise self.error(node, _refused(ast.unparse(node.func), obj))
+        return complexes.call(self, COMPLEX[obj], args, node)
+
+    def fold(self, obj, node):
+        """A numpy scalar type called on a constant: that constant, of that type (numpy's
+        error when it does not fit); None when the argument is not a constant."""
+        if len(node.args) != 1 or self.is_local_expr(node.args[0]):
+            return None
+        v = self.static(node.args[0])
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return None
+        try:
+            return self.const(obj(v), node)
+        except (OverflowError, ValueError) as e:
+            raise self.error(node, f"{ast.unparse(node)}: {e}") from None
 
     def complex_call(self, obj, args, node):
         """A call with a complex argument: abs, np.conj, np.exp, np.sqrt, ..."""
@@ -175,12 +194,21 @@ class Calls:
     def helper(self, helper, node):
         """(the helper's specialization for the arguments of call ``node``, the
         arguments in IR)."""
-        args = [self.expr(a) for a in node.args]
-        for name in getattr(helper, "free", ()):        # what a nested function reads
-            args.append(self.expr(ast.copy_location(ast.Name(id=name, ctx=ast.Load()),
-                                                    node)))
-        types_ = [a.type for a in args]
-        weak = tuple(a.weak for a in args)     # a Python scalar stays one in the helper
+        nodes = list(node.args) + [ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+                                   for name in getattr(helper, "free", ())]  # a nested
+        args, types_, weak = [], [], []         # function's reads follow its arguments
+        for n in nodes:
+            if self.binds_view(n):              # a strided view: its array and bounds
+                t, parts = self.view_argument(n)
+                args += parts
+                types_.append(t)
+                weak.append(False)
+                continue
+            a = self.expr(n)
+            args.append(a)
+            types_.append(a.type)
+            weak.append(a.weak)                 # a Python scalar stays one in the helper
+        weak = tuple(weak)
         key = (helper, tuple(types_), weak)
         fn = self.registry.done.get(key)
         if fn is None:
@@ -211,10 +239,36 @@ def _hashable(obj):
     return True
 
 
+def _is_type(obj, base):
+    return isinstance(obj, type) and issubclass(obj, base)
+
+
+def _known(obj):
+    """Whether ``obj`` is a conversion or a math function kernels compute."""
+    if obj in (int, float, bool, complex) or _is_type(obj, np.generic):
+        return True
+    return _hashable(obj) and (obj in MINMAX or obj in MATH or obj in COMPLEX
+                               or any(obj is f for f in ABS))
+
+
+def _array_argument(arg, call, obj):
+    """Why an array argument ``arg`` of a scalar function is refused."""
+    name = ast.unparse(call.func)
+    if _numpy(obj):
+        return (f"{arg} is an array: kernels compute {name}() of arrays elementwise only "
+                f"into a sub-array (out[:] = {ast.unparse(call)}); a kernel makes no "
+                f"array of its own from an expression")
+    return f"{arg} is an array; {name}() takes scalars (as it does in Python)"
+
+
+def _numpy(obj):
+    return str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
+        or isinstance(obj, np.ufunc)
+
+
 def _refused(name, obj):
     """Why a call of ``obj`` (written ``name``) is refused."""
-    if str(getattr(obj, "__module__", "")).split(".")[0] == "numpy" \
-            or isinstance(obj, np.ufunc):
+    if _numpy(obj):
         return f"{name} is not supported in kernels (yet)"
     if isinstance(obj, type):
         return f"{name} is a class: kernels cannot create objects"

@@ -14,6 +14,7 @@ and sqrt on the parts (no C99 Annex G recovery of infinities).
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from . import ir
 from . import types as T
@@ -88,14 +89,17 @@ def make(fe, args, t, node):
     complex, complex128)."""
     if len(args) not in (1, 2):
         raise fe.error(node, f"{ast.unparse(node.func)}() takes one or two numbers")
+    weak = t is None                # Python's complex is weak (NEP 50)
     if any(a.type.is_complex for a in args):
         v = args[0] if len(args) == 1 else fe.binop(
             "+", args[0], fe.binop("*", args[1], fe.const(1j, node), node), node)
-        return fe.convert(v, t or T.COMPLEX128, node)
+        v = fe.convert(v, t or T.COMPLEX128, node)
+        return dataclasses.replace(v, weak=True) if weak else v
     t = t or T.COMPLEX128
     re = [fe.convert(a, t.real, node) for a in args]
     return ir.Call("cmake", re + [fe.convert(ir.Const(0.0, type=T.FLOAT64, weak=True),
-                                             t.real, node)] * (2 - len(re)), type=t)
+                                             t.real, node)] * (2 - len(re)), type=t,
+                   weak=weak)
 
 
 def call(fe, name, args, node):

@@ -56,7 +56,7 @@ class Expressions:
         return any(isinstance(n, ast.Name) and self.is_local(n.id) for n in ast.walk(node))
 
     def is_local(self, name):
-        return (name in self.arrays or name in self.gone
+        return (name in self.arrays or name in self.views or name in self.gone
                 or any(name in s.names or name in s.reductions for s in self.scopes))
 
     def callee(self, node):
@@ -108,6 +108,10 @@ class Expressions:
         name = node.id
         if name in self.arrays:
             return copy.deepcopy(self.arrays[name])
+        if name in self.views:
+            raise self.error(node, f"{name!r} is a strided view: kernels index it, slice "
+                                   f"it, compute with it, pass it to helpers and loop "
+                                   f"over a 1-d one, not use it as a value of its own")
         found = self.resolve(name)
         if found is not None:
             return ir.Var(found[0], type=self.vtypes[name], weak=name in self.weakvars)
@@ -129,6 +133,10 @@ class Expressions:
                                f"a kernel")
 
     def expr_Attribute(self, node):
+        if id(node.value) in self.elems and node.attr in ("real", "imag"):
+            return complexes.part(self.expr(node.value), node.attr)   # an element's
+        if self.viewish(node.value) and node.attr in ("ndim", "size"):
+            return self.view_attribute(node)
         arr = self.array_of(node.value)
         if arr is not None:
             if node.attr == "ndim":
@@ -184,6 +192,10 @@ class Expressions:
 
     def expr_Subscript(self, node):
         v = node.value
+        if isinstance(v, ast.Call):
+            self.expr(v)                # its own error, when it is refused
+        if _is_shape(v) and self.viewish(v.value):
+            return self.view_attribute(node)
         if _is_shape(v):
             arr = self.array_of(v.value)
             if arr is not None:
@@ -198,6 +210,8 @@ class Expressions:
 
     def subscript(self, arr_node, idx_nodes, node):
         """``arr_node[idx...]``: an element (Index), or a View when indices are left."""
+        if self.viewish(arr_node):
+            return self.view_element(arr_node, idx_nodes, node)
         arr = self.array_of(arr_node)
         if arr is None:
             if isinstance(arr_node, ast.Name) and not self.is_local(arr_node.id) \
@@ -208,9 +222,10 @@ class Expressions:
         root, prefix = (arr.array, arr.prefix) if isinstance(arr, ir.View) else (arr, [])
         t = root.type
         if any(isinstance(i, ast.Slice) for i in idx_nodes):
-            raise self.error(node, f"{ast.unparse(node)}: kernels take slices in array "
-                                   f"assignments (v[1:] = ...) and numpy reductions "
-                                   f"(np.sum(x[1:])), not as values of their own")
+            raise self.error(node, f"{ast.unparse(node)} is an array: kernels take slices "
+                                   f"in array assignments (v[1:] = ...), numpy reductions "
+                                   f"(np.sum(x[1:])) and bound to a name (y = x[1:]), "
+                                   f"not as values of their own")
         if len(prefix) + len(idx_nodes) > t.ndim:
             raise self.error(node, f"{ast.unparse(arr_node)} has "
                                    f"{dims(t.ndim - len(prefix))} and the kernel indexes "
@@ -283,15 +298,20 @@ class Expressions:
         return None
 
     def expr_BinOp(self, node):
-        op = _BINOPS.get(type(node.op))
-        if op is None:
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
+        if isinstance(node.op, ast.MatMult):
+            if self.computed(node) is not None:         # 2-d: an array (computed.py)
+                raise self.error(node, f"{ast.unparse(node)} is an array: a kernel stores "
+                                       f"it into a sub-array (y[:] = {ast.unparse(node)}); "
+                                       f"it makes no array of its own")
+            return self.reduce("dot", [node.left, node.right], node, "@")
+        op = _BINOPS[type(node.op)]
         a, b = self.expr(node.left), self.expr(node.right)
         for x, n in ((a, node.left), (b, node.right)):
             if not isinstance(x.type, T.Scalar):
-                raise self.error(n, f"{ast.unparse(n)} is not a scalar{self.rank_of(x, n)} "
-                                    f"(array arithmetic needs a sub-array to store into: "
-                                    f"out[:] = ...)")
+                raise self.error(n, f"{ast.unparse(n)} is an array{self.rank_of(x, n)}: a "
+                                    f"kernel computes array arithmetic only into a "
+                                    f"sub-array (out[:] = ...); it makes no array of its "
+                                    f"own")
         return self.binop(op, a, b, node)
 
     def binop(self, op, a, b, node):
@@ -405,6 +425,11 @@ class Expressions:
 
 def _indices(node):
     return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def is_transpose(node):
+    """Whether ``node`` is ``a.T``."""
+    return isinstance(node, ast.Attribute) and node.attr == "T"
 
 
 def _is_shape(node):

@@ -46,7 +46,7 @@ class Forms:
         it = s.iter
         if isinstance(it, ast.Call):
             return self.callee(it.func) in ITERATORS
-        return self.array_of(it) is not None
+        return self.binds_view(it) or self.array_of(it) is not None
 
     def iter_for(self, s):
         """The counted loop that runs ``s`` (statements before it, then the loop)."""
@@ -98,8 +98,12 @@ class Forms:
             if obj in lang.LOOPS:
                 raise self.error(s, f"{what}: omp loops are index-based; loop over the "
                                     f"index (for i in {what}) and read the elements")
-        arr = self.array_of(node)
-        if arr is None:
+        view = self.binds_view(node)
+        if view and self.rank(node) != 1:
+            raise self.error(s, f"cannot loop over {what}: kernels loop over the rows of "
+                                f"arrays and over 1-d views, not over the rows of a "
+                                f"{self.rank(node)}-d view (loop over its indices)")
+        if not view and self.array_of(node) is None:
             raise self.error(s, f"cannot loop over {what}: a kernel loop iterates over "
                                 f"range(...), an array, enumerate(...), zip(...) or an omp "
                                 f"loop (omp.gang, omp.worker, omp.vector, "

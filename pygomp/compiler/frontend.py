@@ -18,9 +18,10 @@ from the end, a ``range`` loop's variable keeps its last value.  The differences
   otherwise every index `nonneg` cannot prove non-negative carries that test;
 - a variable keeps one type, the widest assigned to it (``s = 0`` then ``s += x[i]``
   with float64 ``x`` makes ``s`` float64 from the start).  A variable that only Python
-  scalars assign (``ax = 0.0``; a loop index) is weak, as a Python scalar is in numpy 2
-  (NEP 50): it takes the type of the typed values it meets (``ax += dx[i]`` with float32
-  ``dx`` makes ``ax`` float32); so is a parameter given a Python scalar (a kernel's
+  scalars assign (``ax = 0.0``; a loop index; ``int()``, ``float()`` and ``complex()``
+  of a value) is weak, as a Python scalar is in numpy 2 (NEP 50): it takes the type of
+  the typed values it meets (``ax += dx[i]`` with float32 ``dx`` makes ``ax``
+  float32); so is a parameter given a Python scalar (a kernel's
   unannotated one, or a helper's given a weak value): ``saxpy(2.0, x, y)`` with float32
   arrays computes ``a * x[i]`` in float32, as numpy 2 does, and ``np.float64(2.0)``
   makes it float64;
@@ -48,11 +49,14 @@ from . import types as T
 from .arrays import Arrays
 from .boundscheck import RECORD
 from .calls import MATH, Calls
+from .computed import Computed
 from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
+from .scans import Scans
 from .statements import Statements
+from .views import Strided, Views
 
 SUPPORTED = {
     # statements
@@ -121,10 +125,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls):
+               NumpyCalls, Computed, Views, Scans):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py)."""
+    npcalls.py, computed.py, views.py, scans.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -178,6 +182,8 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.scopes = [Scope()]
         self.gone = {}              # name -> line of the parallel loop it was private to
         self.arrays = {}            # python name -> its ArrayRef or View, visible now
+        self.views = {}             # python name -> the strided Slab bound to it (views.py)
+        self.view_stmts = {}        # python name -> the statement binding it
         self.bounds = {}            # C name of a loop variable (in the loop) or of a name
                                     # assigned once -> its lower bound
         self.seqvars = []           # loop variables of the enclosing range loops
@@ -185,14 +191,19 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.rid = 0
         self.decl_lines = {}
         self.loopdepth = 0
-        params = []
+        params, first = [], []      # all of them; the first of each Python parameter
         for a, t in zip(self.node.args.args, self.argtypes):
+            if isinstance(t, Strided):              # a view (views.py): several words
+                params += self.view_parameter(a.arg, self.cname(a.arg), t)
+                first.append(params[-1])
+                continue
             try:
                 t = annotate.check(self.fn.__name__, a.arg, self.annotation(a), t)
             except TypeError as e:
                 raise self.error(a, str(e)) from None
             c = self.cname(a.arg)
             params.append((c, t))
+            first.append((c, t))
             if isinstance(t, T.Array):
                 self.arrays[a.arg] = ir.ArrayRef(c, type=t)
             else:
@@ -202,7 +213,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.live_after = scoping.live_after(self.node.body)
         self.counts = scoping.assignments(self.node.body)
         self.assigned = set(self.counts)
-        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, params)
+        self.facts = {c: None for a, (c, t) in zip(self.node.args.args, first)
                       if isinstance(t, T.Scalar) and a.arg not in self.counts}   # nonneg.py
         self.top = {id(s) for s in self.node.body}   # statements at the function's top
         self.made = []              # statements made from those (tuple assignments)
@@ -211,6 +222,8 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.copies = set()         # C names of array reduction copies
         self.pre = []               # statements to go before the current one (arrays.py)
         self.elems = {}             # id of an array operand -> its element (arrays.py)
+        self.inner, self.inner_decls = [], []   # what computes them (computed.py)
+        self.nesting = 0            # in such a computation: reductions are sequential
         body = self.block(self.node.body)
         params += self.out_params()
         ret = self.ret or T.VOID

@@ -150,7 +150,7 @@ class Loops:
             if name not in scope.loopvars and self.resolve(name) is None:
                 self.gone[name] = scope.line
         for name in scope.bound:
-            del self.arrays[name]
+            self.arrays.pop(name, None) or self.views.pop(name)
             self.gone[name] = scope.line
         live = self.live_after.get(id(s), set())
         for name in sorted(scope.inferred & live):

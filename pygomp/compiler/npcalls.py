@@ -16,15 +16,17 @@ import copy
 
 import numpy as np
 
-from . import ir
+from . import complexes, ir
 from . import types as T
 from .arrays import length
-from .expressions import _i, _result_type
+from .computed import Made
+from .expressions import _UNSET, _i, _result_type
 from .reductions import OPS, combine, local_name
 
 # numpy reductions: the function or method name -> the reduction operator
 REDUCE = {np.sum: "+", np.prod: "*", np.min: "min", np.max: "max", np.amin: "min",
-          np.amax: "max", np.dot: "dot", np.argmin: "argmin", np.argmax: "argmax"}
+          np.amax: "max", np.dot: "dot", np.matmul: "dot", np.argmin: "argmin",
+          np.argmax: "argmax", np.linalg.norm: "norm"}     # the 2-norm, Frobenius's
 METHODS = {"sum": "+", "prod": "*", "min": "min", "max": "max", "argmin": "argmin",
            "argmax": "argmax"}
 
@@ -32,35 +34,79 @@ METHODS = {"sum": "+", "prod": "*", "min": "min", "max": "max", "argmin": "argmi
 class NumpyCalls:
     """Mixin of `frontend.Frontend` (with `arrays.Arrays`): reductions, np.where."""
 
-    def array_call(self, node):
-        """A reduction or ``np.where`` call in IR, or None for other calls."""
+    def reduction_parts(self, node):
+        """(operator, array arguments, name, axis or None) of a numpy reduction call
+        (np.dot and np.matmul: "dot"), or None for other calls."""
         f = node.func
         if isinstance(f, ast.Attribute) and f.attr in METHODS and self.arrayish(f.value):
-            op, args, name = METHODS[f.attr], [f.value], f"{ast.unparse(f)}"
-            if node.args:
-                raise self.error(node, f"{name}() takes no arguments (axis= is not "
-                                       f"supported in kernels)")
+            op, args, name = METHODS[f.attr], [f.value], ast.unparse(f)
+            rest = node.args
         else:
             obj = self.callee(f)
-            if obj is np.where:
-                return self.where(node)
-            if obj is len and len(node.args) == 1 and isinstance(node.args[0], ast.Subscript) \
-                    and self.rank(node.args[0]):
-                return length(self.slab(node.args[0]).axes[0])      # len(x[1:])
             try:
                 op = REDUCE.get(obj)
             except TypeError:
                 op = None
             if op is None:
                 return None
-            args, name = node.args, ast.unparse(f)
+            name = ast.unparse(f)
             want = 2 if op == "dot" else 1
-            if len(args) != want:
+            if len(node.args) < want:
                 raise self.error(node, f"{name}() takes {want} array"
-                                       f"{'s' if want > 1 else ''} in kernels (no axis)")
-        if node.keywords:
-            raise self.error(node, f"{name}(): keyword arguments are not supported here")
+                                       f"{'s' if want > 1 else ''}")
+            args, rest = node.args[:want], node.args[want:]
+        kw = {k.arg: k.value for k in node.keywords}
+        extra = [k for k in kw if k != "axis"] + ["axis"] * (op == "dot" and "axis" in kw)
+        if extra or len(rest) > (op != "dot") or ("axis" in kw and rest):
+            what = f"{extra[0]}=" if extra else "more arguments"
+            raise self.error(node, f"{name}(): {what} is not supported in kernels (the "
+                                   f"array{'s' if op == 'dot' else ''} and axis= are)")
+        axis = kw.get("axis", rest[0] if rest else None)
+        if axis is not None:            # a constant (else its text, refused as one)
+            v = _UNSET if self.is_local_expr(axis) else self.static(axis)
+            axis = ast.unparse(axis) if v is _UNSET else v
+        return op, args, name, axis
+
+    def array_call(self, node):
+        """A reduction, np.clip or ``np.where`` call in IR, or None for other calls."""
+        obj = self.callee(node.func)
+        if obj is np.where:
+            return self.where(node)
+        if obj is np.clip:
+            return self.clip(node)
+        if obj in (np.cumsum, np.cumprod):
+            raise self.error(node, f"{ast.unparse(node.func)}() makes an array: a kernel "
+                                   f"takes it only as the whole right side of an assignment "
+                                   f"to a sub-array (y[:] = {ast.unparse(node)})")
+        if obj is len and len(node.args) == 1 and self.rank(node.args[0]) and (
+                isinstance(node.args[0], ast.Subscript) or self.viewish(node.args[0])):
+            return length(self.slab(node.args[0]).axes[0])      # len(x[1:]), len(view)
+        parts = self.reduction_parts(node)
+        if parts is None:
+            return None
+        if self.computed(node) is not None:
+            raise self.error(node, f"{ast.unparse(node)} is an array: a kernel stores it "
+                                   f"into a sub-array (out[:] = {ast.unparse(node)}) or "
+                                   f"reduces it (np.sum(...)); it makes no array of its own")
+        op, args, name, _ = parts
         return self.reduce(op, args, node, name)
+
+    def clip(self, node):
+        """``np.clip(a, lo, hi)`` of scalars: numpy's minimum(maximum(a, lo), hi)."""
+        if len(node.args) != 3 or node.keywords:
+            raise self.error(node, "np.clip(a, lo, hi) takes three arguments")
+        a, lo, hi = (self.expr(x) for x in node.args)
+        for x, n in zip((a, lo, hi), node.args):
+            if not isinstance(x.type, T.Scalar):
+                raise self.error(n, f"{ast.unparse(n)} is an array: np.clip of arrays is "
+                                    f"elementwise, assign it to an array (out[:] = ...)")
+            if x.type.is_complex:
+                raise self.error(n, "np.clip of complex numbers is not supported in kernels")
+        t = _result_type(ir.Var("", type=_result_type(a, lo), weak=a.weak and lo.weak), hi)
+        c = [self.convert(x, t, node) for x in (a, lo, hi)]
+        weak = a.weak and lo.weak and hi.weak
+        up = ir.Call("maximum", c[:2], type=t, weak=weak)
+        return ir.Call("minimum", [up, c[2]], type=t, weak=weak)
 
     def where(self, node):
         """``np.where(c, a, b)`` of scalars (or of elements, in an array expression)."""
@@ -95,6 +141,9 @@ class NumpyCalls:
             return self.expr(args[0])
         levels = self.reduce_levels()
         ks = self.loop_vars(node, "k", len(shape), bool(levels))
+        if op in ("argmin", "argmax") and any(isinstance(s, Made) for _, s in leaves):
+            raise self.error(node, f"{name}() of a matrix product or axis reduction is not "
+                                   f"supported in kernels: store that into an array first")
         v = self.element(args[0], leaves, ks)
         et = [v.type]
         if op == "dot":
@@ -104,6 +153,23 @@ class NumpyCalls:
         extents = [ln for ln, _ in shape]
         if op in ("argmin", "argmax"):
             return self.arg_reduce(op, v, ks, extents, node, levels)
+        return self.reduce_value(op, et, v, ks, extents, node, levels, name)
+
+    def reduce_value(self, op, et, v, ks, extents, node, levels, name=""):
+        """A temporary holding the reduction ``op`` of the element ``v`` (of ``et``
+        elements: two for np.dot) over the loops of ``ks``."""
+        if op == "norm":            # sqrt of the sum of squares, in numpy's float type
+            t = T.scalar(np.linalg.norm(np.zeros(1, et[0].dtype)).dtype)
+            if v.type.is_complex:
+                re, im = complexes.part(v, "real"), complexes.part(copy.deepcopy(v), "imag")
+                sq = self.binop("+", self.binop("*", re, copy.deepcopy(re), node),
+                                self.binop("*", im, copy.deepcopy(im), node), node)
+            else:
+                x = self.convert(v, t, node)
+                sq = self.binop("*", x, copy.deepcopy(x), node)
+            s = self.reduce_value("+", [t], self.convert(sq, t, node), ks, extents, node,
+                                  levels, name)
+            return ir.Call("sqrt", [s], type=t)
         acc = T.scalar(_numpy_result(op, *et))
         et = " and ".join(map(str, et))
         red = "+" if op == "dot" else op
@@ -160,7 +226,7 @@ class NumpyCalls:
 
     def reduce_levels(self):
         """The levels of a reduction loop here: () for a sequential one."""
-        if not self.is_kernel or "vector" in self.levels:
+        if not self.is_kernel or "vector" in self.levels or self.nesting:
             return ()
         return ("vector",) if self.levels else ("gang", "worker", "vector")
 

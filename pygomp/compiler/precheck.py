@@ -67,6 +67,11 @@ def refusal(node) -> str:
     return f"{_describe(node)} is not supported in kernels"
 
 
+def refused_in(node):
+    """The first construct under ``node`` that no kernel expression may hold, or None."""
+    return next((n for n in ast.walk(node) if isinstance(n, _REFUSED)), None)
+
+
 def reduction(spec):
     """[(operator, names text)] of a ``reduction=`` string; ValueError with the message
     of a bad one."""

@@ -165,7 +165,9 @@ class Statements:
     def stmt_AugAssign(self, s):
         op = _BINOPS.get(type(s.op))
         if op is None:
-            raise self.error(s, f"operator {type(s.op).__name__} is not supported")
+            raise self.error(s, "@= is not supported in kernels (numpy's needs square "
+                                "matrices): store the product into another array, "
+                                "y[:] = A @ x")
         load = ast.copy_location(as_load(s.target), s)
         value = ast.copy_location(ast.BinOp(left=load, op=s.op, right=s.value), s)
         if self.is_array_target(s.target):                     # x[1:] += y (arrays.py)
@@ -189,6 +191,8 @@ class Statements:
         name = target.id
         if name in self.seqvars or any(name in sc.loopvars for sc in self.scopes):
             raise self.error(s, f"assignment to the loop variable {name!r}")
+        if self.binds_view(value_node):
+            return self.bind_view(name, value_node, s)      # a = x[1:] (views.py)
         v = self.expr(value_node)
         if isinstance(v.type, T.Array):
             return self.bind(name, v, s)

@@ -13,7 +13,8 @@ global scratch buffer that persists across them.  `plan(fn)` decides the cuts:
   (``Launch.combine``) that follows it at once;
 - a gang loop starts a new entry if what precedes it in the entry stores to memory
   (sequential code stores from one work-item; scalars alone are recomputed by every
-  gang, so they need no cut);
+  gang, so they need no cut), or reads memory that the gang loop stores to (a late
+  gang would recompute the scalar from what an early one wrote);
 - an ``if`` that holds a cut evaluates its condition once into a flag; each entry it
   spans runs its part under ``if (flag)``;
 - a sequential loop that holds a cut becomes a loop of launches that the plugin runs:
@@ -141,6 +142,16 @@ def stores(stmts, mine=()) -> bool:
     return False
 
 
+def reads(stmts, mine=()) -> bool:
+    """Whether statements read memory that another gang could write (an element of an
+    array that is not private, a helper's arguments)."""
+    for n in ir.walk(stmts):
+        if isinstance(n, ir.Index) and n.array.type.space != "private" \
+                and n.array.name not in mine or isinstance(n, ir.HelperCall):
+            return True
+    return False
+
+
 def plan(fn: ir.Function) -> Plan:
     """Entries, program and carried scalars of a kernel (see the module docstring)."""
     return _Builder(fn).build()
@@ -154,6 +165,7 @@ class _Builder:
         self.chain = []             # the If nodes of `guards` made in the open entry
         self.guards = []            # conditions around what is appended now
         self.effects = False        # the open entry stores to memory
+        self.reading = False        # the open entry reads memory outside gang loops
         self.ops = []               # the program ops of the current level
         self.area = 0               # the area the next entry loads
         self.carried = [(n, t) for n, t in fn.decls if isinstance(t, T.Scalar)]
@@ -193,6 +205,7 @@ class _Builder:
         """The statement list that appending goes to: the open entry, inside its guards."""
         if self.open is None:
             self.open, self.chain, self.effects = Launch([]), [], False
+            self.reading = False
         while len(self.chain) < len(self.guards):
             node = ir.If(self.guards[len(self.chain)], [], [])
             (self.chain[-1].body if self.chain else self.open.body).append(node)
@@ -202,6 +215,7 @@ class _Builder:
     def add(self, s):
         self.target().append(s)
         self.effects = self.effects or stores([s], self.fn.sizes)
+        self.reading = self.reading or not is_gang_loop(s) and reads([s], self.fn.sizes)
         self.open.levels |= {lv for n in ir.walk([s]) if isinstance(n, ir.ParLoop)
                              for lv in n.levels}
 
@@ -228,7 +242,7 @@ class _Builder:
     def seq(self, stmts):
         for s in stmts:
             if is_gang_loop(s):
-                if self.effects:
+                if self.effects or self.reading and stores([s], self.fn.sizes):
                     self.cut()
                 self.add(s)
                 scalars = [r for r in s.reductions if isinstance(r.type, T.Scalar)]
