@@ -5,8 +5,9 @@ device and on OpenCL (PoCL), each many times while other processes keep every co
 - tests/c/acc_async_order.c: consecutive copy constructs on one queue, GCC's
   deep-copy-10 (struct members on two queues in turn), implicit firstprivate scalars
   while the queue runs, a copied scalar the host rewrites before each construct, the
-  acc_*_async routines on alternating queues, and updates of one array on two queues
-  ordered by acc_wait_async;
+  acc_*_async routines on alternating queues, updates of one array on two queues
+  ordered by acc_wait_async, and copies back on two queues the host waits for through
+  a third;
 - tests/c/acc_async_inputs.c: constructs queued behind a region that waits for the
   host take their firstprivate and copyin values when reached, and copy back only where
   their clauses say;

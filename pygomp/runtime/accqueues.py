@@ -99,9 +99,9 @@ def enqueue(dev, q, fn, after=()):
 #   queued before it that write some of its bytes;
 # - a copy to the device takes the host's bytes at the construct (a staged copy);
 # - a copy to the host writes, when its queue gets there, into a buffer of its own (a
-#   `Landing`), which lands in host memory when a host thread waits for the queue (or
-#   finds it done, or reaches a construct that copies those bytes), unless the host
-#   has written some of them since the construct.
+#   `Landing`), which lands in host memory when a host thread waits for a queue or
+#   finds one done (every copy done by then lands) or reaches a construct that copies
+#   those bytes, unless the host has written some of them since the construct.
 
 _landing_lock = threading.Lock()
 _landings = {}      # device -> [Landing] not landed yet, in program order
@@ -111,8 +111,8 @@ class Landing:
     """A queued copy of ``size`` bytes to host address ``host``: the host's bytes when it
     was queued (``was``) and the device's (``got``, once ``filled``)."""
 
-    def __init__(self, q, host, size):
-        self.q, self.host, self.size = q, host, size
+    def __init__(self, host, size):
+        self.host, self.size = host, size
         self.was = ctypes.string_at(host, size)
         self.got = ctypes.create_string_buffer(max(size, 1))
         self.filled = False
@@ -154,11 +154,12 @@ def _land(dev, which) -> None:
             x.land()
 
 
-def _land_queues(dev, qs) -> None:
-    """Land what the queues ``qs`` of ``dev`` have done (their tasks are done)."""
+def _land_done(dev) -> None:
+    """Land every copy to the host that ``dev``'s queues have done (a queue may have
+    waited for another's work: `wait_async`)."""
     if _landings.get(dev):
         with _landing_lock:
-            which = [x for x in _landings[dev] if x.q in qs and x.task.done()]
+            which = [x for x in _landings[dev] if x.task.done()]
         _land(dev, which)
 
 
@@ -198,7 +199,7 @@ def run_on(dev, q, work) -> None:
             rest[i] = _staged(w)
         elif w[0] == p.dev2host:
             local, dst, src, size = w[1]
-            x = Landing(q, dst, size)
+            x = Landing(dst, size)
             landings.append(x)
             rest[i] = (x.fill, (p.dev2host, local, src), w[2])
     with _landing_lock:         # landings listed in the order their tasks are queued
@@ -224,7 +225,7 @@ def done(dev, q) -> bool:
     found = find(dev, q)
     if found is not None and not found.done():
         return False
-    _land_queues(dev, (q,))
+    _land_done(dev)
     return True
 
 
@@ -237,7 +238,7 @@ def wait(dev, qs) -> None:
             if found is not None and found.last is not None:
                 found.last.wait()
     finally:
-        _land_queues(dev, qs)
+        _land_done(dev)
     for q in qs:
         found = find(dev, q)
         if found is not None:

@@ -115,6 +115,27 @@ static void updates_across_queues(void)
     free(a);
 }
 
+/* Copies to the host on two queues that queue 0 waits for (wait async); the host then
+   waits for queue 0 alone (GCC's data-2). */
+static void waits_through_another_queue(void)
+{
+    int *x = calloc(N, sizeof *x), *y = calloc(N, sizeof *y);
+    #pragma acc enter data copyin(x[0:N], y[0:N])
+    #pragma acc parallel loop present(x[0:N]) async(1)
+    for (int j = 0; j < N; j++) x[j] = j;
+    #pragma acc parallel loop present(y[0:N]) async(2)
+    for (int j = 0; j < N; j++) y[j] = 2 * j;
+    #pragma acc update self(x[0:N]) async(1)
+    #pragma acc update self(y[0:N]) async(2)
+    #pragma acc wait async(0)
+    #pragma acc wait(0)
+    for (int j = 0; j < N; j++)
+        CHECK(x[j] == j && y[j] == 2 * j);
+    #pragma acc exit data delete(x[0:N], y[0:N])
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv)
 {
     int times = argc > 1 ? atoi(argv[1]) : 1;
@@ -125,6 +146,7 @@ int main(int argc, char **argv)
         tofrom_scalar_rewritten();
         routines_alternating_queues();
         updates_across_queues();
+        waits_through_another_queue();
     }
     printf("acc_async_order ok\n");
     return failures();
