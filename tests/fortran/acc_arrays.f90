@@ -4,20 +4,7 @@
 ! enter/exit data, update, host_data, declare and the acc_* routines on Fortran arrays.
 ! On a device with memory of its own the host keeps its values until something copies
 ! them back, and reference counts decide what stays present.
-module checks
-  implicit none
-  integer :: failed = 0
-  logical :: separate
-contains
-  subroutine check(ok, line)
-    logical, intent(in) :: ok
-    integer, intent(in) :: line
-    if (.not. ok) then
-      failed = failed + 1
-      write (0, '(a, i0, a)') 'acc_arrays.f90:', line, ': check failed'
-    end if
-  end subroutine
-end module
+include "checks.f90"
 
 module arrays
   use checks
@@ -201,10 +188,7 @@ program acc_arrays
   call deep_copy()
   call optional_arguments()
   call host_data_and_declare()
-  if (failed /= 0) then
-    write (0, '(i0, a)') failed, ' check(s) failed'
-    stop 1
-  end if
+  call finish()
 contains
   subroutine add_to_section()
     real(8) :: a(n)

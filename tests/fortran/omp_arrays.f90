@@ -4,20 +4,7 @@
 ! target, target data, enter/exit data, update and use_device_addr; target teams (libgomp's
 ! teams and Fortran routines, inside the region: see tests/c/teams.c).  On a device with
 ! memory of its own the host keeps its values until something copies them back.
-module checks
-  implicit none
-  integer :: failed = 0
-  logical :: separate
-contains
-  subroutine check(ok, line)
-    logical, intent(in) :: ok
-    integer, intent(in) :: line
-    if (.not. ok) then
-      failed = failed + 1
-      write (0, '(a, i0, a)') 'omp_arrays.f90:', line, ': check failed'
-    end if
-  end subroutine
-end module
+include "checks.f90"
 
 module arrays
   use checks
@@ -214,8 +201,5 @@ program omp_arrays
   call mapped_before_allocated()
   call use_device_address()
   call teams()
-  if (failed /= 0) then
-    write (0, '(i0, a)') failed, ' check(s) failed'
-    stop 1
-  end if
+  call finish()
 end program
