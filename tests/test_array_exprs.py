@@ -342,13 +342,19 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("fn, args, text", REFUSED, ids=[c[0].__name__ for c in REFUSED])
-def test_refused_with_the_reason(fn, args, text):
-    """The error names the problem at the statement's file and line."""
+def refused_at_mark(fn, args, text):
+    """Compiling ``fn`` for ``args`` is refused with ``text`` at the line marked
+    ``# MARK`` (the error's first line starts with its file and line)."""
     with pytest.raises(CompileError) as info:
         omp.target(fn).source(*args)
     lines, start = inspect.getsourcelines(fn)
     line = start + next(k for k, t in enumerate(lines) if "# MARK" in t)
     first = str(info.value).partition("\n")[0]
-    assert first.startswith(f"{os.path.abspath(__file__)}:{line}: ")
+    assert first.startswith(f"{os.path.abspath(inspect.getsourcefile(fn))}:{line}: ")
     assert text in first
+
+
+@pytest.mark.parametrize("fn, args, text", REFUSED, ids=[c[0].__name__ for c in REFUSED])
+def test_refused_with_the_reason(fn, args, text):
+    """The error names the problem at the statement's file and line."""
+    refused_at_mark(fn, args, text)

@@ -5,7 +5,6 @@ conjugate of complex arrays, views (bound to names, passed to helpers, looped ov
 update and uint64 literals.  Each kernel on every device, and its CUDA C under the
 emulation of test_cuda_emu, against its ``py_func`` run on numpy arrays; and the
 refusals, each naming what is missing."""
-import inspect
 import os
 import sys
 
@@ -13,9 +12,9 @@ import numpy as np
 import pytest
 
 import pygomp.kernels as omp
-from pygomp.errors import CompileError
 
 sys.path.insert(0, os.path.dirname(__file__))
+from test_array_exprs import refused_at_mark  # noqa: E402
 
 
 @omp.target
@@ -366,10 +365,4 @@ REFUSED = [
 
 @pytest.mark.parametrize("fn, args, text", REFUSED, ids=[c[0].__name__ for c in REFUSED])
 def test_refused_naming_what_is_missing(fn, args, text):
-    with pytest.raises(CompileError) as info:
-        omp.target(fn).source(*args)
-    lines, start = inspect.getsourcelines(fn)
-    line = start + next(k for k, t in enumerate(lines) if "# MARK" in t)
-    first = str(info.value).partition("\n")[0]
-    assert first.startswith(f"{os.path.abspath(__file__)}:{line}: ")
-    assert text in first
+    refused_at_mark(fn, args, text)
