@@ -366,3 +366,23 @@ REFUSED = [
 @pytest.mark.parametrize("fn, args, text", REFUSED, ids=[c[0].__name__ for c in REFUSED])
 def test_refused_naming_what_is_missing(fn, args, text):
     refused_at_mark(fn, args, text)
+
+
+@omp.target
+def strong_literals(x, out):
+    s = np.float64(0.0)             # numpy scalars are strong: a float64 sum
+    z = np.complex128(0.0)          # (np.float64 is a Python float, and typed all the same)
+    for i in omp.parallel_range(x.shape[0], reduction="+:s"):
+        s += x[i]
+    for i in omp.parallel_range(x.shape[0]):
+        out[i] = x[i] + z.real
+    return s
+
+
+def test_numpy_scalar_literals_keep_their_type(device):
+    x = np.full(100_000, 0.1, np.float32)
+    out = np.zeros_like(x)
+    s = strong_literals.on(device)(x, out)
+    assert strong_literals.source(x, out).count("double") >= 1
+    assert abs(s - np.sum(x, dtype=np.float64)) < 1e-6      # a float32 sum is off by 1e-3
+    np.testing.assert_array_equal(out, x)

@@ -90,7 +90,9 @@ class Expressions:
     def const(self, v, node):
         if isinstance(v, (bool, np.bool_)):
             return ir.Const(bool(v), type=T.BOOL, weak=True)
-        if isinstance(v, (int, np.integer)) and not isinstance(v, np.integer):
+        if isinstance(v, np.generic):       # np.float64 and np.complex128 too: strong
+            return ir.Const(v.item(), type=T.scalar(v.dtype))
+        if isinstance(v, int):
             if not -2**63 <= v < 2**63:
                 raise self.error(node, f"integer constant {v} does not fit in int64")
             return ir.Const(int(v), type=T.INT64, weak=True)
@@ -98,9 +100,6 @@ class Expressions:
             return ir.Const(v, type=T.FLOAT64, weak=True)
         if isinstance(v, complex):
             return ir.Const(v, type=T.COMPLEX128, weak=True)
-        if isinstance(v, np.generic):
-            t = T.scalar(v.dtype)
-            return ir.Const(v.item(), type=t)
         raise self.error(node, f"constant {v!r} of type {type(v).__name__} is not supported "
                                f"in kernels")
 
