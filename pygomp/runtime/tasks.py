@@ -18,7 +18,7 @@ A task runs in one of two ways:
 A task whose predecessor failed does not run: its `wait()` raises `DependencyFailed`,
 chained to the predecessor's error.  `taskwait` waits for every task and raises the
 first failure, noting how many tasks failed; failures never waited for are reported at
-exit.  A task that has ended keeps nothing of its construct (regions, arrays), and one
+exit, by the error that failed first (not the dependent's "did not run").  A task that has ended keeps nothing of its construct (regions, arrays), and one
 that ended well leaves the dependence tables.
 """
 from __future__ import annotations
@@ -234,5 +234,11 @@ def _at_exit():
         _pending.clear()
     errors = _wait_all(pending)
     if errors:
-        print(f"pygomp: {len(errors)} deferred task(s) never waited for failed; the first: "
-              f"{type(errors[0]).__name__}: {errors[0]}", file=sys.stderr)
+        skipped = sum(isinstance(e, DependencyFailed) for e in errors)
+        first = errors[0]
+        if isinstance(first, DependencyFailed):
+            first = first.__cause__             # the error that kept it from running
+        print(f"pygomp: {len(errors)} deferred task(s) never waited for failed"
+              + (f" ({skipped} did not run: a task they depend on failed)" if skipped
+                 else "") + f"; the first error: {type(first).__name__}: {first}",
+              file=sys.stderr)
