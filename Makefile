@@ -50,8 +50,8 @@ PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_map
 	tests/test_shim.py tests/test_acc.py tests/test_shim_acc.py tests/test_acc_prof.py
 
 test: bytecode
-	$(PY) -m pytest -q
-	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -m "not slow" $(PERTURBED)
+	$(PY) -m pytest -q -rs
+	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -rs -m "not slow" $(PERTURBED)
 
 # GCC 12's libgomp offload tests under libpygomp.so and under libgomp (not in `test`).
 conformance: bytecode
