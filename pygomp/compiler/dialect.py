@@ -110,6 +110,10 @@ class Dialect:
         """The statements of an entry (after the declarations of the kernel's variables)."""
         em.stmts(body)
 
+    def loop_check(self, em) -> None:
+        """Emitted first in the body of each sequential loop of a kernel (not of a
+        helper): the host's leaves the loop once Ctrl-C has stopped the kernel."""
+
     def kernel_close(self, em, fn: ir.Function) -> None:
         em.line("}")
 

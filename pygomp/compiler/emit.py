@@ -212,6 +212,8 @@ class Emitter:
         c = self.expr(s.cond)
         self.line(f"while ({bare(c) if cond is None else f'({cond}) && {c}'}) {{")
         with self.indent():
+            if self.cur.is_kernel:
+                self.d.loop_check(self)
             body() if body else self.stmts(s.body)
         self.line("}")
 
@@ -243,6 +245,8 @@ class Emitter:
             self.loads.update(hoisted)
             self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
             with self.indent():
+                if self.cur.is_kernel:
+                    self.d.loop_check(self)
                 self.line(f"{s.var} = {i};")
                 body() if body else self.stmts(s.body)
             self.line("}")

@@ -1,0 +1,92 @@
+"""Ctrl-C during a kernel call: the caller gets KeyboardInterrupt and the kernel stops,
+on every device (OpenCL between launches: a launch runs to its end); a stopped region
+copies nothing back and leaves nothing mapped, and the next call is right.  Each case
+is a fresh process sent SIGINT as a terminal sends it."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+PROGRAM = textwrap.dedent("""
+    import sys, time, numpy as np, pygomp as omp
+    from pygomp.runtime import devices
+
+    @omp.target
+    def step(x):
+        for i in omp.parallel_range(x.shape[0]):
+            x[i] += 1.0
+
+    @omp.target
+    def forever(x, n: int):                 # a sequential loop far longer than a test
+        for i in omp.parallel_range(x.shape[0]):
+            s = 0.0
+            k = 0
+            while k < n:
+                for j in range(n):
+                    s += j * 1e-9
+                k += 1
+            x[i] = s
+
+    dev, mode = int(sys.argv[1]), sys.argv[2]
+    x = np.zeros(64)
+    step.on(dev)(x), forever.on(dev)(x, 1)      # compiled and loaded: x is 0 again
+    print("ready", flush=True)
+    try:
+        if mode == "launches":
+            while True:
+                step.on(dev)(x)
+        else:
+            forever.on(dev)(x, 10**12)
+    except KeyboardInterrupt:
+        d = devices.resolve(dev)
+        mapped = [e for e in d.map if e.refcount != float("inf")]   # not the images'
+        print("interrupted", "initial" if d.is_initial else "mapped %d" % len(mapped))
+    before = x.copy()
+    step.on(dev)(x)
+    print("next call right", bool((x == before + 1).all()))
+    if mode == "one launch" and not d.is_initial:
+        print("nothing copied back", bool((before == 0).all()))
+""")
+
+
+def interrupted(tmp_path, device, mode, devices="host,opencl"):
+    """The lines PROGRAM prints when sent SIGINT once its kernels are ready."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = dict(os.environ, PYGOMP_DEVICES=devices)
+    p = subprocess.Popen([sys.executable, str(tmp_path / "prog.py"), str(device), mode],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    return out.splitlines()
+
+
+@pytest.mark.parametrize("mode", ["one launch", "launches"])
+def test_ctrl_c_stops_a_kernel_on_the_host_device(tmp_path, mode):
+    out = interrupted(tmp_path, 0, mode)
+    assert out[:2] == ["interrupted mapped 0", "next call right True"]
+    assert out[2:] == (["nothing copied back True"] if mode == "one launch" else [])
+
+
+@pytest.mark.parametrize("mode", ["one launch", "launches"])
+def test_ctrl_c_stops_a_kernel_on_the_initial_device(tmp_path, mode):
+    assert interrupted(tmp_path, 1, mode, devices="host") == [
+        "interrupted initial", "next call right True"]
+
+
+def test_ctrl_c_stops_opencl_between_launches(tmp_path):
+    from pygomp.runtime import devices
+    if not any(d.plugin.name == "opencl" for d in devices.all_devices()):
+        pytest.skip("no OpenCL device")
+    assert interrupted(tmp_path, 0, "launches", devices="opencl") == [
+        "interrupted mapped 0", "next call right True"]
