@@ -39,6 +39,10 @@ PROGRAM = textwrap.dedent("""
         if mode == "launches":
             while True:
                 step.on(dev)(x)
+        elif mode == "tasks":               # Ctrl-C in taskwait stops what it waits for
+            forever.on(dev)(x, 10**12, nowait=True, depend={"out": [x]})
+            step.on(dev)(x, nowait=True, depend={"inout": [x]})
+            omp.taskwait()
         else:
             forever.on(dev)(x, 10**12)
     except KeyboardInterrupt:
@@ -48,7 +52,7 @@ PROGRAM = textwrap.dedent("""
     before = x.copy()
     step.on(dev)(x)
     print("next call right", bool((x == before + 1).all()))
-    if mode == "one launch" and not d.is_initial:
+    if mode != "launches" and not d.is_initial:
         print("nothing copied back", bool((before == 0).all()))
 """)
 
@@ -71,14 +75,14 @@ def interrupted(tmp_path, device, mode, devices="host,opencl"):
     return out.splitlines()
 
 
-@pytest.mark.parametrize("mode", ["one launch", "launches"])
+@pytest.mark.parametrize("mode", ["one launch", "launches", "tasks"])
 def test_ctrl_c_stops_a_kernel_on_the_host_device(tmp_path, mode):
     out = interrupted(tmp_path, 0, mode)
     assert out[:2] == ["interrupted mapped 0", "next call right True"]
-    assert out[2:] == (["nothing copied back True"] if mode == "one launch" else [])
+    assert out[2:] == ([] if mode == "launches" else ["nothing copied back True"])
 
 
-@pytest.mark.parametrize("mode", ["one launch", "launches"])
+@pytest.mark.parametrize("mode", ["one launch", "launches", "tasks"])
 def test_ctrl_c_stops_a_kernel_on_the_initial_device(tmp_path, mode):
     assert interrupted(tmp_path, 1, mode, devices="host") == [
         "interrupted initial", "next call right True"]
@@ -90,3 +94,39 @@ def test_ctrl_c_stops_opencl_between_launches(tmp_path):
         pytest.skip("no OpenCL device")
     assert interrupted(tmp_path, 0, "launches", devices="opencl") == [
         "interrupted mapped 0", "next call right True"]
+
+
+LONG_C = r"""
+#include <stdio.h>
+int main(void)
+{
+    double x[64] = {0};
+    #pragma omp target map(tofrom: x)
+    {
+        printf("ready\n");
+        fflush(stdout);
+        for (long k = 0; k < 1000000000000L; k++)
+            x[k % 64] += 1e-9;
+    }
+    printf("%g\n", x[0]);
+    return 0;
+}
+"""
+
+
+def test_sigint_ends_a_c_program_under_the_shim_as_under_libgomp(tmp_path):
+    from pygomp import shim
+    (tmp_path / "long.c").write_text(LONG_C)
+    exe = tmp_path / "long"
+    subprocess.run(["gcc", "-fopenmp", "-foffload=disable", "-O1", str(tmp_path / "long.c"),
+                    "-o", str(exe)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_DEV"))}
+    p = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True,
+                         env=dict(env, PYGOMP_DEVICES="host", LD_PRELOAD=shim.path()),
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert p.stdout.readline() == "ready\n"
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == -signal.SIGINT
+    finally:
+        p.kill()

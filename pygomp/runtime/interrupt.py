@@ -73,12 +73,23 @@ def _untraced(frame, event, arg):
 
 def install() -> None:
     """Put `_on_sigint` in, where SIGINT has Python's own handler and this is the main
-    thread (the only one that may set a handler)."""
-    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    thread (the only one that may set a handler).  An embedded Python (a C program
+    under libpygomp.so) names that handler too, but never put it in: SIGINT keeps what
+    the program gave it (as a rule, to end it)."""
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler and _handled():
         try:
             _signal.signal(_signal.SIGINT, _on_sigint)
         except ValueError:          # another thread
             pass
+
+
+def _handled() -> bool:
+    """Whether SIGINT has a handler in C (neither SIG_DFL nor SIG_IGN)."""
+    import ctypes
+    old = ctypes.create_string_buffer(256)          # a struct sigaction, and more
+    if ctypes.CDLL(None).sigaction(_signal.SIGINT, None, old) != 0:
+        return False
+    return int.from_bytes(old.raw[:ctypes.sizeof(ctypes.c_void_p)], sys.byteorder) > 1
 
 
 def ours() -> bool:

@@ -18,12 +18,15 @@ A task runs in one of two ways:
 A task whose predecessor failed does not run: its `wait()` raises `DependencyFailed`,
 chained to the predecessor's error.  `taskwait` waits for every task and raises the
 first failure, noting how many tasks failed; failures never waited for are reported at
-exit, by the error that failed first (not the dependent's "did not run").  A task that has ended keeps nothing of its construct (regions, arrays), and one
+exit, by the error that failed first (not the dependent's "did not run").  Ctrl-C in
+`taskwait` or a task's `wait` cancels the tasks waited for that have not started, and
+waits for those running to end (a C kernel stops at the same SIGINT).  A task that has ended keeps nothing of its construct (regions, arrays), and one
 that ended well leaves the dependence tables.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -63,7 +66,11 @@ class Task:
 
     def wait(self, timeout=None):
         if self._future is not None:
-            return self._future.result(timeout)
+            try:
+                return self._future.result(timeout)
+            except KeyboardInterrupt:
+                _stop([self])
+                raise
         with self._lock:
             if self._outcome is None:
                 self._outcome = self._end()
@@ -206,12 +213,25 @@ def taskwait() -> None:
     with _lock:
         pending = list(_pending)
         _pending.clear()
-    errors = _wait_all(pending)
+    try:
+        errors = _wait_all(pending)
+    except KeyboardInterrupt:
+        _stop(pending)
+        raise
     if errors:
         first = errors[0]
         first.add_note(f"pygomp: {len(errors)} of {len(pending)} deferred tasks failed; "
                        f"this is the first failure")
         raise first
+
+
+def _stop(tasks):
+    """After Ctrl-C in a wait: the tasks that have not started never do, and those
+    running end (a C kernel stops at the same SIGINT) before the wait raises."""
+    running = [t._future for t in tasks if t._future is not None and not t._future.cancel()]
+    for f in running:
+        with contextlib.suppress(BaseException):
+            f.result()
 
 
 def _wait_all(tasks):
