@@ -17,8 +17,8 @@ their end, as before).  A launch that the count's change stopped raises Keyboard
 """
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 
 from pygomp.runtime import cache, interrupt
 
@@ -56,7 +56,7 @@ int pygomp_stop_install(void)
 """
 
 RTLD_GLOBAL = 0x100
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _loaded = []                # [(pygomp_stop_install, the count)] once the object is loaded
 
 
@@ -70,7 +70,10 @@ def install(libc, ffi, compile_c, compiler_id):
         if not _loaded:
             try:
                 k = cache.key("host stop", SOURCE, compiler_id)
-                code = cache.get_or_build(k, lambda: compile_c(SOURCE, "pygomp_stop"))
+                code = cache.get(k)         # not a kernel: not in the cache's builds
+                if code is None:
+                    code = compile_c(SOURCE, "pygomp_stop")
+                    cache.put(k, code)
                 path = cache.materialize(k, code, ".so")
             except Exception:           # noqa: BLE001  (no compiler, no cache)
                 return None

@@ -117,8 +117,8 @@ class HostDialect(Dialect):
                 em.line(f"uint64_t *pyg_priv = (uint64_t *)args[{len(arg_words(fn))}];")
                 em.state.mine, em.state.stride = em.private_layout()
 
-    def loop_check(self, em):
-        em.line("if (__builtin_expect(pygomp_stops != stops_, 0)) break;")
+    def stop_test(self):
+        return "__builtin_expect(pygomp_stops != stops_, 0)"
 
     # -- private arrays sized at run time: a thread's part of the private scratch --------
     def array_decl(self, em, name, t):

@@ -110,9 +110,10 @@ class Dialect:
         """The statements of an entry (after the declarations of the kernel's variables)."""
         em.stmts(body)
 
-    def loop_check(self, em) -> None:
-        """Emitted first in the body of each sequential loop of a kernel (not of a
-        helper): the host's leaves the loop once Ctrl-C has stopped the kernel."""
+    def stop_test(self) -> str | None:
+        """A C condition that holds once Ctrl-C has stopped the kernel, tested in its
+        sequential loops (not a helper's), or None where a launch cannot stop."""
+        return None
 
     def kernel_close(self, em, fn: ir.Function) -> None:
         em.line("}")

@@ -24,6 +24,8 @@ from .argwords import arg_words, elem_words, written
 from .dialect import Dialect
 from .reductions import combine
 
+STOP_CHUNK = 4096       # iterations of a sequential loop between two of Ctrl-C's tests
+
 
 @dataclass
 class Unit:
@@ -212,8 +214,7 @@ class Emitter:
         c = self.expr(s.cond)
         self.line(f"while ({bare(c) if cond is None else f'({cond}) && {c}'}) {{")
         with self.indent():
-            if self.cur.is_kernel:
-                self.d.loop_check(self)
+            self.stop_check()
             body() if body else self.stmts(s.body)
         self.line("}")
 
@@ -243,16 +244,39 @@ class Emitter:
                           f"{text} : {self.d.const(0, load.type)};")
                 hoisted[text] = name
             self.loads.update(hoisted)
-            self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
+            chunk = self.stop_check(dry=True) and isinstance(s.step, ir.Const) and \
+                not any(isinstance(n, ir.Break) for n in ir.walk(s.body))
+            if chunk:       # the check once a chunk: the loop inside stays vectorizable
+                span = STOP_CHUNK * s.step.value
+                left, op = (f"__stop{u} - {i}", "<") if span > 0 else (f"{i} - __stop{u}", ">")
+                self.line(f"for ({i64} {i} = {start}; {cmp}; ) {{")
+                self.depth += 1
+                self.stop_check()
+                self.line(f"const {i64} __e{u} = {left} > {abs(span)} ? {i} + {span} : "
+                          f"__stop{u};")
+                self.line(f"for (; {i} {op} __e{u}; {inc}) {{")
+            else:
+                self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
             with self.indent():
-                if self.cur.is_kernel:
-                    self.d.loop_check(self)
+                if not chunk:
+                    self.stop_check()
                 self.line(f"{s.var} = {i};")
                 body() if body else self.stmts(s.body)
             self.line("}")
+            if chunk:
+                self.depth -= 1
+                self.line("}")
             for text in hoisted:
                 del self.loads[text]
         self.line("}")
+
+    def stop_check(self, dry=False):
+        """Leave a sequential loop of a kernel once Ctrl-C has stopped it, where the
+        dialect can tell (`Dialect.stop_test`); ``dry``: only whether it can."""
+        test = self.cur.is_kernel and self.d.stop_test()
+        if test and not dry:
+            self.line(f"if ({test}) break;")
+        return bool(test)
 
     def s_ParLoop(self, s):
         self.d.loop(self, s)
