@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+import pygomp as omp
+
 PROGRAM = textwrap.dedent("""
     import sys, time, numpy as np, pygomp as omp
     from pygomp.runtime import devices
@@ -130,3 +132,31 @@ def test_sigint_ends_a_c_program_under_the_shim_as_under_libgomp(tmp_path):
         assert p.wait(timeout=60) == -signal.SIGINT
     finally:
         p.kill()
+
+
+def chunked_loops(x, out, n: int, step: int):
+    for i in omp.parallel_range(out.shape[0]):
+        s = 0.0
+        k = 0
+        for k in range(i, n, 3):                # past a chunk's end, a step of 3
+            if k % 7 == 0:
+                continue
+            s += x[k % x.shape[0]]
+        last = k
+        for j in range(n - 1, -1, -2):          # a negative step
+            s += j * 0.5
+        for j in range(0, n, step):             # a step known only at run time
+            s -= x[j % x.shape[0]]
+        out[i] = s + last
+
+
+@pytest.mark.parametrize("n", [1, 4096 * 3 + 5])
+def test_loops_split_for_the_stop_test_compute_what_python_does(device, n):
+    import numpy as np
+    kernel = omp.target(chunked_loops)
+    x, out, want = np.arange(1.0, 51.0), np.zeros(8), np.zeros(8)
+    chunked_loops(x, want, n, 5)
+    kernel.on(device)(x, out, n, 5)
+    np.testing.assert_allclose(out, want)
+    src = kernel.source(x, out, n, 5)
+    assert src.count("pygomp_stops != stops_") == 3    # two in chunks, one each time
