@@ -14,6 +14,7 @@ is not raised a second time.
 from __future__ import annotations
 
 import _signal         # signal without its enums
+import _thread
 import os
 import sys
 
@@ -80,7 +81,8 @@ def install() -> None:
         try:
             _signal.signal(_signal.SIGINT, _on_sigint)
         except ValueError:          # another thread
-            pass
+            return
+        _state["main"] = _thread.get_ident()
 
 
 def _handled() -> bool:
@@ -98,6 +100,8 @@ def ours() -> bool:
 
 
 def stopped() -> KeyboardInterrupt:
-    """The error a launch that Ctrl-C stopped raises (in whichever thread)."""
-    _state["pending"] = False
+    """The error a launch that Ctrl-C stopped raises (in whichever thread); in the
+    main thread it stands for the SIGINT, which is then not raised a second time."""
+    if _thread.get_ident() == _state.get("main"):
+        _state["pending"] = False
     return KeyboardInterrupt("a kernel was stopped by Ctrl-C (SIGINT)")

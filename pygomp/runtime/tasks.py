@@ -20,15 +20,16 @@ chained to the predecessor's error.  `taskwait` waits for every task and raises 
 first failure, noting how many tasks failed; failures never waited for are reported at
 exit, by the error that failed first (not the dependent's "did not run").  Ctrl-C in
 `taskwait` or a task's `wait` cancels the tasks waited for that have not started, and
-waits for those running to end (a C kernel stops at the same SIGINT).  A task that has ended keeps nothing of its construct (regions, arrays), and one
-that ended well leaves the dependence tables.
+waits for those running to end (a C kernel stops at the same SIGINT).  A task that has
+ended keeps nothing of its construct (regions, arrays), and one that ended well leaves
+the dependence tables.
 """
 from __future__ import annotations
 
 import atexit
-import contextlib
 import sys
 import threading
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
@@ -228,10 +229,8 @@ def taskwait() -> None:
 def _stop(tasks):
     """After Ctrl-C in a wait: the tasks that have not started never do, and those
     running end (a C kernel stops at the same SIGINT) before the wait raises."""
-    running = [t._future for t in tasks if t._future is not None and not t._future.cancel()]
-    for f in running:
-        with contextlib.suppress(BaseException):
-            f.result()
+    futures.wait([t._future for t in tasks if t._future is not None
+                  and not t._future.cancel()])      # a second Ctrl-C ends the wait
 
 
 def _wait_all(tasks):
