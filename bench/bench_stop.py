@@ -8,7 +8,9 @@ constant step (the loop inside each chunk stays one gcc can vectorize), at each
 iteration of the others.  Each row builds one kernel's C twice, as generated and as a
 dialect without the test generates it, and times the two entries called directly on
 the same words (one thread: OMP_NUM_THREADS=1 keeps a busy machine's noise out), in
-alternation, best of ``--repeat``; the ratio is with / without (1.0: free).
+alternation, best of ``--repeat``; the ratio is with / without (1.0: free).  The last
+row is what a launch's own test costs (`stop.checked`: the count read before and after
+the entry), on a kernel of 8 elements, in nanoseconds a call.
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ import pygomp as omp  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from bench.timing import duel  # noqa: E402
+from plugins.host import stop  # noqa: E402
 from plugins.host.plugin import compile_c  # noqa: E402
+from pygomp.runtime.hostmem import ffi  # noqa: E402
 from plugins.host.target import HostDialect  # noqa: E402
 
 WORD = re.compile(r"^\s*(?:const )?(\w+) \*?(\w+) = .*args\[(\d+)\]", re.M)
@@ -64,6 +68,12 @@ def collatz(n, steps):              # a while loop: short bodies, many back-edge
 class Unchecked(HostDialect):
     def stop_test(self):
         return None
+
+
+@omp.target
+def tiny(x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] += x[i]
 
 
 def entry(source, name, d):
@@ -111,6 +121,17 @@ def main():
                      repeat)
             print(f"{name:12} {t['without'] * 1e3:8.2f}ms {t['with'] * 1e3:8.2f}ms "
                   f"{t['with'] / t['without']:6.3f}")
+        small = {"x": np.ones(8), "y": np.ones(8)}
+        plain = entry(omp.target(tiny).source(*small.values()), "tiny", d)
+        w, calls = words(omp.target(tiny).source(*small.values()), small), 10000
+        fs = {"without": plain, "with": stop.checked(plain, ffi.new("unsigned *"))}
+
+        def many(f):
+            return lambda: [f(w, launch) for _ in range(calls)]
+        t = duel({k: many(f) for k, f in fs.items()}, repeat)
+        per = {k: v / calls * 1e9 for k, v in t.items()}
+        print(f"{'a launch':12} {per['without']:8.0f}ns {per['with']:8.0f}ns "
+              f"{t['with'] / t['without']:6.3f}")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ int pygomp_stop_install(void)
 }
 """
 
-RTLD_GLOBAL = 0x100
+RTLD_NOW, RTLD_GLOBAL = 2, 0x100
 _lock = _thread.allocate_lock()
 _loaded = []                # [(pygomp_stop_install, the count)] once the object is loaded
 
@@ -77,10 +77,11 @@ def install(libc, ffi, compile_c, compiler_id):
                 path = cache.materialize(k, code, ".so")
             except Exception:           # noqa: BLE001  (no compiler, no cache)
                 return None
-            handle = libc.dlopen(os.fsencode(path), 2 | RTLD_GLOBAL)
+            handle = libc.dlopen(os.fsencode(path), RTLD_NOW | RTLD_GLOBAL)
             if handle == ffi.NULL:
                 return None
-            _loaded.append((ffi.cast("int (*)(void)", libc.dlsym(handle, b"pygomp_stop_install")),
+            put_in = libc.dlsym(handle, b"pygomp_stop_install")
+            _loaded.append((ffi.cast("int (*)(void)", put_in),
                             ffi.cast("unsigned *", libc.dlsym(handle, b"pygomp_stops"))))
         put_in, count = _loaded[0]
         return count if put_in() == 0 else None
