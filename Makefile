@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench info conformance bytecode
+.PHONY: demo test bench info conformance bytecode soak
 
 # Debian packages, where apt-get can install them (root): PoCL (pocl-opencl-icd), since
 # the PoCL wheel (pyopencl[pocl]) builds nothing on CPUs its LLVM 14 does not know, and
@@ -53,8 +53,14 @@ PERTURBED := tests/test_kernels.py tests/test_kernels_examples.py tests/test_map
 	tests/test_async_order.py tests/test_fortran.py
 
 test: bytecode
-	$(PY) -m pytest -q
-	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -m "not slow" $(PERTURBED)
+	$(PY) -m pytest -q -rs
+	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) -m pytest -q -rs -m "not slow" $(PERTURBED)
+
+# A long run (minutes, not in `test`): threads calling kernels every way on every
+# device while CPU hogs keep the cores busy; results, mappings and memory checked.
+SOAK_MINUTES ?= 10
+soak: bytecode
+	PYTHONMALLOC=malloc MALLOC_PERTURB_=165 $(PY) tests/soak.py --minutes $(SOAK_MINUTES)
 
 # GCC 12's libgomp offload tests under libpygomp.so and under libgomp (not in `test`).
 conformance: bytecode

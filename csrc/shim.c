@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,6 +153,8 @@ static void start_python(void)
             if (PyStatus_Exception(status))
                 fatal("pygomp: cannot set the embedded Python's program name");
         }
+        struct sigaction sigint;            /* the program's: SIGINT ends it, as a rule */
+        sigaction(SIGINT, NULL, &sigint);
         status = Py_InitializeFromConfig(&config);
         PyConfig_Clear(&config);
         if (PyStatus_Exception(status)) {
@@ -160,6 +163,11 @@ static void start_python(void)
                      exe, status.err_msg ? status.err_msg : "unknown error");
             fatal(text);
         }
+        /* Importing _signal puts Python's SIGINT handler in even so: import it now,
+           then give SIGINT back what the program had (libgomp leaves it alone). */
+        Py_XDECREF(PyImport_ImportModule("_signal"));
+        PyErr_Clear();
+        sigaction(SIGINT, &sigint, NULL);
         PyEval_SaveThread();
         atexit(at_exit);     /* nothing finalizes an embedded interpreter: do the devices */
     }

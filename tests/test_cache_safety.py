@@ -164,3 +164,43 @@ def test_new_directories_are_private_and_the_key_is_this_users(tmp_path, monkeyp
     assert cache.get(k) == b"DATA"
     assert oct((tmp_path / "a" / "cache").stat().st_mode & 0o777) == "0o700"
     assert oct((tmp_path / "a" / "cache" / ".key").stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize("damage", ["grown", "truncated"])
+def test_a_damaged_key_is_replaced_once_and_its_entries_rebuilt(tmp_path, damage):
+    cache_dir = tmp_path / "cache"
+    assert run(tmp_path, cache_dir)[0] == 2
+    key = cache_dir / ".key"
+    old = key.read_bytes()
+    key.write_bytes(old + b"\n" if damage == "grown" else old[:31])
+    builds, warned = run(tmp_path, cache_dir)
+    assert builds == 2                          # both entries were under the old key
+    assert warned == [f"pygomp: the kernel cache refuses {key}: the key is damaged "
+                      f"({len(old) + 1 if damage == 'grown' else 31} bytes, not 32); "
+                      f"it is replaced, and the entries sealed under it are rebuilt"]
+    assert len(key.read_bytes()) == 32 and key.read_bytes() != old
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert run(tmp_path, cache_dir) == (0, [])  # the rebuilt entries are hits
+
+
+def test_a_key_others_can_read_is_refused_for_that_reason(tmp_path):
+    cache_dir = tmp_path / "cache"
+    assert run(tmp_path, cache_dir)[0] == 2
+    (cache_dir / ".key").chmod(0o644)
+    builds, warned = run(tmp_path, cache_dir)
+    assert builds == 2
+    assert f"pygomp: the kernel cache refuses {cache_dir / '.key'}: group or others can " \
+           f"read the key (mode 0644)" in warned, warned
+
+
+def test_processes_that_find_a_damaged_key_at_once_agree_on_its_replacement(tmp_path):
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    (d / ".key").write_bytes(b"short")
+    (d / ".key").chmod(0o600)
+    read = "import sys; from pygomp.runtime import cache; " \
+           "print(cache._dir_key(sys.argv[1]).hex())"
+    procs = [subprocess.Popen([sys.executable, "-W", "ignore", "-c", read, str(d)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(6)]
+    keys = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert keys == {(d / ".key").read_bytes().hex()}, keys

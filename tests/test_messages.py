@@ -165,6 +165,32 @@ def test_decoration_leaves_what_needs_types_or_names_to_the_call():
         k.source(V)
 
 
+NO_SOURCE = ("cannot compile sq: it is defined in {}, and Python keeps no source of code "
+             "run by python -c, from standard input or by exec; define kernels in a file, "
+             "a notebook or IPython")
+SQ = """import pygomp as omp
+@omp.target
+def sq(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] *= x[i]
+print("decorated")
+"""
+
+
+def test_a_kernel_without_source_is_refused_when_decorated():
+    with pytest.raises(CompileError) as info:
+        exec(compile(SQ, "<string>", "exec"), {})
+    assert str(info.value) == NO_SOURCE.format("<string>")
+    import subprocess
+    import sys
+    for argv, stdin, where in [(["-c", SQ], None, "<string>"), ([], SQ, "<stdin>")]:
+        r = subprocess.run([sys.executable, *argv], input=stdin, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 1 and "decorated" not in r.stdout
+        assert r.stderr.splitlines()[-1] == \
+            f"pygomp.errors.CompileError: {NO_SOURCE.format(where)}"
+
+
 def test_present_names_the_kernel_and_the_argument(offload_device):
     @omp.target(map={"x": "present,tofrom"})
     def needs_x(x):

@@ -1,6 +1,9 @@
 """nowait and depend: results, order, failures that are never lost, and the device's own
 queue instead of Python threads where a device has one."""
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -124,3 +127,37 @@ def test_a_kernel_compiles_outside_the_tasks_lock(device, monkeypatch):
     y = np.zeros(10)
     fresh.on(device)(y, nowait=True, depend={"inout": [y]}).wait()
     assert (y == 3).all() and seen == [True]
+
+
+EXIT = """
+import numpy as np, pygomp, pygomp.kernels as omp
+
+@omp.target(map={"x": "present,tofrom"})
+def needs_present(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = -1.0
+
+@omp.target
+def add_one(y):
+    for i in omp.parallel_range(y.shape[0]):
+        y[i] += 1.0
+
+x = np.zeros(10)
+needs_present.on(0)(x, nowait=True, depend={"out": [x]})
+try:
+    pygomp.taskwait()
+except pygomp.MappingError:
+    print("caught")
+add_one.on(0)(x, nowait=True, depend={"inout": [x]})   # never waited for
+"""
+
+
+def test_the_exit_message_of_a_dependent_never_waited_for_names_the_first_error(tmp_path):
+    (tmp_path / "prog.py").write_text(EXIT)
+    r = subprocess.run([sys.executable, str(tmp_path / "prog.py")], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYGOMP_DEVICES="host"))
+    assert r.returncode == 0 and r.stdout == "caught\n", r.stderr
+    assert r.stderr.startswith(
+        "pygomp: 1 deferred task(s) never waited for failed (1 did not run: a task they "
+        "depend on failed); the first error: MappingError: "), r.stderr
+    assert "is not present" in r.stderr.splitlines()[0]

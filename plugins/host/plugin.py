@@ -17,6 +17,8 @@ from pygomp.runtime import cache, hostmem
 from pygomp.runtime.hostmem import c_function as _c_function, ffi as _ffi
 from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
+from . import stop
+
 # -ffp-contract=off: ``a * b + c`` rounds the product as numpy does (gnu11 fuses it
 # into an fma where the CPU has one); -fno-trapping-math lets a vectorized loop call
 # libmvec (target.py) and changes no value, only which floating-point flags are raised
@@ -44,9 +46,11 @@ KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 class _Kernel(Kernel):
     """A kernel's entries in a loaded shared object, and its spare arrays of words."""
 
-    def __init__(self, info, entries):
+    def __init__(self, info, entries, stops):
         super().__init__(info, entries[0])
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
+        if stops is not None:           # Ctrl-C stops them: a stopped one raises
+            self.entries = [stop.checked(e, stops) for e in self.entries]
         self.spare = []          # word arrays not in use (list.pop/append are atomic)
 
     def _plan_impl(self, launch):
@@ -147,6 +151,7 @@ class HostPlugin(Plugin):
         if isinstance(image, ProgramImage):      # the program's own memory
             return [], list(image.addresses)
         # The offload device and the initial device share this plugin: count the loads.
+        stops = stop.install(_libc, _ffi, compile_c, _compiler_id())   # before dlopen
         with self._lock:
             held = self._libs.get(id(image))
             if held is None:
@@ -154,7 +159,8 @@ class HostPlugin(Plugin):
                 if handle == _ffi.NULL:
                     raise OSError(_dlerror())
                 try:
-                    loaded = ([_Kernel(info, [_symbol(handle, e) for e in info.entries])
+                    loaded = ([_Kernel(info, [_symbol(handle, e) for e in info.entries],
+                                       stops)
                                for info in image.kernels],
                               [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:

@@ -62,7 +62,10 @@ def _vector_math():
 
 def _preamble():
     out = ["#include <stdint.h>", "#include <stdbool.h>", "#include <string.h>",
-           "#include <math.h>", "#include <omp.h>", *_vector_math(), ""]
+           "#include <math.h>", "#include <omp.h>", *_vector_math(), "",
+           # SIGINT's count (plugins/host/stop.py): weak, so that a unit links alone and
+           # the loaded handler's definition wins where there is one
+           "__attribute__((weak)) volatile unsigned pygomp_stops;"]
     out.append(arith_helpers("static inline", lambda t: t.c, "f"))
     out.append("static inline int pyg_threads(const int64_t *launch)\n{\n"
                "    int64_t n = (launch[0] > 0 ? launch[0] : 1) * (launch[1] > 0 ? launch[1] : 1);\n"
@@ -137,9 +140,13 @@ class HostDialect(Dialect):
                 else:
                     em.line(f"{t.c} {name} = ({t.c})(intptr_t){w};")
             em.line("const int nthreads_ = pyg_threads(launch); (void)nthreads_;")
+            em.line("const unsigned stops_ = pygomp_stops; (void)stops_;")
             if fn.sizes:                        # the private scratch, after the words
                 em.line(f"uint64_t *pyg_priv = (uint64_t *)args[{len(arg_words(fn))}];")
                 em.state.mine, em.state.stride = em.private_layout()
+
+    def stop_test(self):
+        return "__builtin_expect(pygomp_stops != stops_, 0)"
 
     # -- private arrays sized at run time: a thread's part of the private scratch --------
     def array_decl(self, em, name, t):

@@ -110,6 +110,11 @@ class Dialect:
         """The statements of an entry (after the declarations of the kernel's variables)."""
         em.stmts(body)
 
+    def stop_test(self) -> str | None:
+        """A C condition that holds once Ctrl-C has stopped the kernel, tested in its
+        sequential loops (not a helper's), or None where a launch cannot stop."""
+        return None
+
     def kernel_close(self, em, fn: ir.Function) -> None:
         em.line("}")
 

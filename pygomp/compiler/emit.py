@@ -24,6 +24,8 @@ from .argwords import arg_words, elem_words, written
 from .dialect import Dialect
 from .reductions import combine
 
+STOP_CHUNK = 4096       # iterations of a sequential loop between two of Ctrl-C's tests
+
 
 @dataclass
 class Unit:
@@ -215,6 +217,7 @@ class Emitter:
         c = self.expr(s.cond)
         self.line(f"while ({bare(c) if cond is None else f'({cond}) && {c}'}) {{")
         with self.indent():
+            self.stop_check()
             body() if body else self.stmts(s.body)
         self.line("}")
 
@@ -244,19 +247,17 @@ class Emitter:
                           f"{text} : {self.d.const(0, load.type)};")
                 hoisted[text] = name
             self.loads.update(hoisted)
-            head = f"for ({i64} {i} = {start}; {cmp}; {inc}) {{"
             kept, others = ([], []) if self.check or body else hoist.kept_elements(s)
             if kept:            # in locals when its arrays are apart (see hoist.py)
                 self.line(f"if ({start} < __stop{u} && {self.apart(kept, others)}) {{")
                 with self.indent():
-                    self.kept_loop(s, u, kept, head)
+                    self.kept_loop(s, u, kept, start, cmp, inc)
                 self.line("} else {")
                 self.depth += 1
-            self.line(head)
-            with self.indent():
-                self.line(f"{s.var} = {i};")
-                body() if body else self.stmts(s.body)
-            self.line("}")
+            levels = self.open_loop(s, u, start, cmp, inc)
+            self.line(f"{s.var} = {i};")
+            body() if body else self.stmts(s.body)
+            self.close_loop(levels)
             if kept:
                 self.depth -= 1
                 self.line("}")
@@ -264,7 +265,7 @@ class Emitter:
                 del self.loads[text]
         self.line("}")
 
-    def kept_loop(self, s, u, kept, head):
+    def kept_loop(self, s, u, kept, start, cmp, inc):
         """``s`` with the elements ``kept`` in locals, read before it and stored after."""
         names = {}
         for m, e in enumerate(kept):
@@ -273,11 +274,10 @@ class Emitter:
             names[text] = name
         self.loads.update(names)
         self.kept.update(names.values())
-        self.line(head)
-        with self.indent():
-            self.line(f"{s.var} = __i{u};")
-            self.stmts(s.body)
-        self.line("}")
+        levels = self.open_loop(s, u, start, cmp, inc)
+        self.line(f"{s.var} = __i{u};")
+        self.stmts(s.body)
+        self.close_loop(levels)
         for text in names:
             del self.loads[text]
         self.kept.difference_update(names.values())
@@ -296,6 +296,41 @@ class Emitter:
                 eb = f"(size_t)({b.name} + {self.count(b.name, b.type)})"
                 out.append(f"({ea} <= (size_t){b.name} || {eb} <= (size_t){a.name})")
         return " && ".join(out) or "1"
+
+    def open_loop(self, s, u, start, cmp, inc) -> int:
+        """Open the C loop of ``s`` (its body follows) and return the blocks it opened.
+        Ctrl-C's test (`stop_check`) runs once a chunk of STOP_CHUNK iterations where
+        the step is a constant and nothing breaks out, so that the loop inside stays
+        vectorizable; else at each iteration."""
+        i64, i = self.type(T.INT64), f"__i{u}"
+        if not (self.stop_check(dry=True) and isinstance(s.step, ir.Const)
+                and not any(isinstance(n, ir.Break) for n in ir.walk(s.body))):
+            self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
+            self.depth += 1
+            self.stop_check()
+            return 1
+        span = STOP_CHUNK * s.step.value
+        left, op = (f"__stop{u} - {i}", "<") if span > 0 else (f"{i} - __stop{u}", ">")
+        self.line(f"for ({i64} {i} = {start}; {cmp}; ) {{")
+        self.depth += 1
+        self.stop_check()
+        self.line(f"const {i64} __e{u} = {left} > {abs(span)} ? {i} + {span} : __stop{u};")
+        self.line(f"for (; {i} {op} __e{u}; {inc}) {{")
+        self.depth += 1
+        return 2
+
+    def close_loop(self, levels):
+        for _ in range(levels):
+            self.depth -= 1
+            self.line("}")
+
+    def stop_check(self, dry=False):
+        """Leave a sequential loop of a kernel once Ctrl-C has stopped it, where the
+        dialect can tell (`Dialect.stop_test`); ``dry``: only whether it can."""
+        test = self.cur.is_kernel and self.d.stop_test()
+        if test and not dry:
+            self.line(f"if ({test}) break;")
+        return bool(test)
 
     def s_ParLoop(self, s):
         self.d.loop(self, s)

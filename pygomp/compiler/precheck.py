@@ -46,6 +46,12 @@ def source(fn):
         lines, start = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or "<unknown>"
     except (OSError, TypeError) as e:
+        where = fn.__code__.co_filename
+        if where.startswith("<"):
+            raise CompileError(
+                f"cannot compile {fn.__qualname__}: it is defined in {where}, and Python "
+                f"keeps no source of code run by python -c, from standard input or by "
+                f"exec; define kernels in a file, a notebook or IPython") from None
         raise CompileError(f"cannot read the source of {fn.__qualname__}: {e}") from None
     node = ast.parse(textwrap.dedent("".join(lines))).body[0]
     if not isinstance(node, ast.FunctionDef):
@@ -91,11 +97,11 @@ def reduction(spec):
 
 
 def check(fn) -> None:
-    """Raise the first error of ``fn``'s kernel that needs no types; nothing when its
-    source cannot be read (the first call says so)."""
+    """Raise the first error of ``fn``'s kernel that needs no types, or that its source
+    cannot be read."""
     try:
         where = _quick_source(fn) or source(fn)
-    except (CompileError, SyntaxError):
+    except SyntaxError:
         return
     _Check(fn, *where).run()
 

@@ -16,7 +16,8 @@ wrote, or what the configuration says to trust:
 - An entry in a directory of this user's carries a MAC of its name and bytes under
   that directory's key (``.key``, random, 0600): keyed BLAKE2b, which needs no OpenSSL
   (loading it costs a new process milliseconds); one in a trusted directory of another
-  user carries a BLAKE2b checksum, which is checked.
+  user carries a BLAKE2b checksum, which is checked.  A key of the wrong length
+  (damaged) is replaced once, with a warning, and the entries under it are rebuilt.
 - A file written from an entry (`materialize`: a shared object to dlopen) is compared
   with the entry's bytes before its path is given out.
 
@@ -194,30 +195,74 @@ def key(*parts) -> str:
 
 
 def _dir_key(d, create=False):
-    """The MAC key of directory ``d`` (made when ``create``), or None."""
+    """The MAC key of directory ``d`` (made when ``create``), or None.  A key of the
+    wrong length (damaged) is replaced, and the entries sealed under it removed, since
+    no key can check them now: they are rebuilt when next used."""
     path = os.path.join(d, ".key")
     if create and not os.path.exists(path):
-        import tempfile
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")      # mode 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(os.urandom(32))
-        try:
-            os.link(tmp, path)              # never replaces a key another process made
-        except FileExistsError:
-            pass
-        except OSError:
-            os.replace(tmp, path)           # a file system without hard links
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _new_key(d, path, replace=False)
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
             st, k = os.fstat(f.fileno()), f.read()
+            why = _key_unsafe(st)
+            if why is None and len(k) != 32:
+                return _replace_damaged(d, path, f, len(k))
     except OSError:
         return None
-    if _UID is not None and (st.st_uid != _UID or st.st_mode & 0o077) or len(k) != 32:
-        _warn(path, "the key is not this user's alone")
+    if why:
+        _warn(path, why)
         return None
     return k
+
+
+def _key_unsafe(st):
+    """Why a key file of ``os.stat`` result ``st`` cannot be trusted, or None."""
+    if _UID is None:
+        return None
+    if st.st_uid != _UID:
+        return f"the key is owned by uid {st.st_uid}, not by this user (uid {_UID})"
+    if st.st_mode & 0o077:
+        return f"group or others can read the key (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _new_key(d, path, replace):
+    """Writes a random key to ``path``: atomically, and unless ``replace`` never over
+    one another process made."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")          # mode 0600
+    with os.fdopen(fd, "wb") as f:
+        f.write(os.urandom(32))
+    try:
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    except FileExistsError:
+        pass
+    except OSError:
+        os.replace(tmp, path)               # a file system without hard links
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _replace_damaged(d, path, f, size):
+    """Replaces the damaged key open as ``f``, once among processes: under a lock on
+    it, and only while it is still the file at ``path``; then reads the key anew."""
+    import fcntl
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    try:
+        if os.path.samestat(os.fstat(f.fileno()), os.lstat(path)):
+            for name in os.listdir(d):
+                if name.endswith(".bin"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(d, name))
+            _new_key(d, path, replace=True)
+            _warn(path, f"the key is damaged ({size} bytes, not 32); it is replaced, "
+                        f"and the entries sealed under it are rebuilt")
+    finally:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    return _dir_key(d)
 
 
 def _mac(k, name, data):
@@ -266,10 +311,12 @@ def get(k: str, suffix: str = "") -> bytes | None:
     name = k + suffix + ".bin"
     for d, trusted in _read_dirs():
         path = os.path.join(d, name)
+        if not os.path.exists(path):
+            continue
+        mac_key = None if trusted else _dir_key(d)      # first: it may replace a key
         blob = _read(path)
         if blob is None:
             continue
-        mac_key = None if trusted else _dir_key(d)
         if trusted or mac_key is not None:
             data, why = _unseal(blob, name, mac_key)
         else:

@@ -19,7 +19,7 @@ import sys
 import _thread          # threading's own locks: importing threading takes 0.5 ms
 import warnings
 
-from . import cache, env, images, mapping
+from . import cache, env, images, interrupt, mapping
 from .intervals import IntervalMap
 from .plugin import API_VERSION, DeviceInfo, PluginError
 
@@ -292,6 +292,7 @@ def all_devices() -> list[Device]:
     if _devices is None:
         with _lock:
             if _devices is None:
+                interrupt.install()     # before a plugin chains its own handler
                 devs = _discover(env.settings())
                 images.add_listener(_on_table)
                 atexit.register(finalize_all)

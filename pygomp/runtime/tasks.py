@@ -18,14 +18,18 @@ A task runs in one of two ways:
 A task whose predecessor failed does not run: its `wait()` raises `DependencyFailed`,
 chained to the predecessor's error.  `taskwait` waits for every task and raises the
 first failure, noting how many tasks failed; failures never waited for are reported at
-exit.  A task that has ended keeps nothing of its construct (regions, arrays), and one
-that ended well leaves the dependence tables.
+exit, by the error that failed first (not the dependent's "did not run").  Ctrl-C in
+`taskwait` or a task's `wait` cancels the tasks waited for that have not started, and
+waits for those running to end (a C kernel stops at the same SIGINT).  A task that has
+ended keeps nothing of its construct (regions, arrays), and one that ended well leaves
+the dependence tables.
 """
 from __future__ import annotations
 
 import atexit
 import sys
 import threading
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
@@ -63,7 +67,11 @@ class Task:
 
     def wait(self, timeout=None):
         if self._future is not None:
-            return self._future.result(timeout)
+            try:
+                return self._future.result(timeout)
+            except KeyboardInterrupt:
+                _stop([self])
+                raise
         with self._lock:
             if self._outcome is None:
                 self._outcome = self._end()
@@ -206,12 +214,23 @@ def taskwait() -> None:
     with _lock:
         pending = list(_pending)
         _pending.clear()
-    errors = _wait_all(pending)
+    try:
+        errors = _wait_all(pending)
+    except KeyboardInterrupt:
+        _stop(pending)
+        raise
     if errors:
         first = errors[0]
         first.add_note(f"pygomp: {len(errors)} of {len(pending)} deferred tasks failed; "
                        f"this is the first failure")
         raise first
+
+
+def _stop(tasks):
+    """After Ctrl-C in a wait: the tasks that have not started never do, and those
+    running end (a C kernel stops at the same SIGINT) before the wait raises."""
+    futures.wait([t._future for t in tasks if t._future is not None
+                  and not t._future.cancel()])      # a second Ctrl-C ends the wait
 
 
 def _wait_all(tasks):
@@ -234,5 +253,11 @@ def _at_exit():
         _pending.clear()
     errors = _wait_all(pending)
     if errors:
-        print(f"pygomp: {len(errors)} deferred task(s) never waited for failed; the first: "
-              f"{type(errors[0]).__name__}: {errors[0]}", file=sys.stderr)
+        skipped = sum(isinstance(e, DependencyFailed) for e in errors)
+        first = errors[0]
+        if isinstance(first, DependencyFailed):
+            first = first.__cause__             # the error that kept it from running
+        print(f"pygomp: {len(errors)} deferred task(s) never waited for failed"
+              + (f" ({skipped} did not run: a task they depend on failed)" if skipped
+                 else "") + f"; the first error: {type(first).__name__}: {first}",
+              file=sys.stderr)
