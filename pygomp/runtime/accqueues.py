@@ -3,8 +3,8 @@
 A queue's work runs as runtime tasks (`pygomp.runtime.tasks`), each after the one
 before; the first error stops the queue's later work until `wait` raises it.  An
 error nobody waited for is printed at exit.  Copies to the host land in host memory
-only from host threads (below), so that no timing changes a program's answer.  Every function takes the device: choosing
-it is `pygomp.acc`'s business.
+only from host threads (below), so that no timing changes a program's answer.  Every
+function takes the device: choosing it is `pygomp.acc`'s business.
 """
 from __future__ import annotations
 

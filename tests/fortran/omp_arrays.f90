@@ -1,7 +1,8 @@
 ! gfortran's array descriptors under OpenMP offload (gfortran -fopenmp -foffload=disable):
 ! allocatable, assumed-shape and pointer arrays, a derived type's pointer component (GCC
-! 12's OpenMP maps no allocatable components: see acc_arrays.f90), an absent optional argument, an array mapped before it is allocated;
-! target, target data, enter/exit data, update and use_device_addr; target teams (libgomp's
+! 12's OpenMP maps no allocatable components: see acc_arrays.f90), an absent optional
+! argument, an array mapped before it is allocated; target, target data, enter/exit
+! data, update and use_device_addr; target teams (libgomp's
 ! teams and Fortran routines, inside the region: see tests/c/teams.c).  On a device with
 ! memory of its own the host keeps its values until something copies them back.
 include "checks.f90"
