@@ -155,6 +155,15 @@ def _land(dev, which) -> None:
             x.land()
 
 
+def _land_before(dev, work) -> None:
+    """Land the copies to the host that deferred ``work`` must come after (it copies
+    some of their bytes)."""
+    if _landings.get(dev):
+        with _landing_lock:
+            which = {x: None for w in work for x in _overlapping(dev, w)}
+        _land(dev, list(which))
+
+
 def _land_done(dev) -> None:
     """Land every copy to the host that ``dev``'s queues have done (a queue may have
     waited for another's work: `wait_async`)."""
@@ -170,10 +179,8 @@ def run_now(dev, work) -> None:
     so far on every queue of ``dev``."""
     if any(w[0] == dev.plugin.free for w in work):
         wait(dev, of(dev))
-    elif _landings.get(dev):
-        with _landing_lock:
-            which = {x: None for w in work for x in _overlapping(dev, w)}
-        _land(dev, list(which))
+    else:
+        _land_before(dev, work)
     deferred.do(work)
 
 
@@ -191,10 +198,7 @@ def run_on(dev, q, work) -> None:
             frees.append(w)
         else:
             rest.append(w)
-    if _landings.get(dev):
-        with _landing_lock:
-            which = {x: None for w in rest for x in _overlapping(dev, w)}
-        _land(dev, list(which))
+    _land_before(dev, rest)
     for i, w in enumerate(rest):
         if w[0] == p.host2dev:
             rest[i] = _staged(w)
