@@ -27,7 +27,7 @@ import pygomp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from bench.bench_boundscheck import _devices  # noqa: E402
-from bench.timing import duel  # noqa: E402
+from bench.timing import duel, form_table  # noqa: E402
 
 
 @pygomp.target
@@ -181,13 +181,8 @@ def main(argv=None):
     if a.once:
         return once()
     sizes = (128, 64, 10**5) if a.quick else (2000, 300, 10**7)
-    print(f"{'device':8} {'case':18} {'form':>11} {'hand':>11} {'numpy':>11} "
-          f"{'form/hand':>10} {'form/numpy':>11}")
-    for number, label in _devices():
-        for name, form, hand, numpy_t in rows(number, *sizes, a.repeat):
-            print(f"{label:8} {name:18} {form * 1e3:9.3f}ms {hand * 1e3:9.3f}ms "
-                  f"{numpy_t * 1e3:9.3f}ms {form / hand:10.2f} {form / numpy_t:11.2f}",
-                  flush=True)
+    form_table((label, *row) for number, label in _devices()
+               for row in rows(number, *sizes, a.repeat))
 
 
 if __name__ == "__main__":

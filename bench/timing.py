@@ -25,3 +25,14 @@ def opencl_device(word):
         if d.plugin.name == "opencl" and d.info.matches(word):
             return d
     raise SystemExit(f"no OpenCL device matches {word!r}; try PYGOMP_DEVICES=opencl:{word}")
+
+
+def form_table(rows):
+    """Print ``(device label, case, form, hand, numpy)`` rows of times (seconds) as they
+    come: a form against the same loops by hand in a kernel, and against numpy."""
+    print(f"{'device':8} {'case':18} {'form':>11} {'hand':>11} {'numpy':>11} "
+          f"{'form/hand':>10} {'form/numpy':>11}")
+    for label, name, form, hand, numpy_t in rows:
+        print(f"{label:8} {name:18} {form * 1e3:9.3f}ms {hand * 1e3:9.3f}ms "
+              f"{numpy_t * 1e3:9.3f}ms {form / hand:10.2f} {form / numpy_t:11.2f}",
+              flush=True)
