@@ -28,7 +28,7 @@ MODULE = "_pygomp_shim"
 # The Python half (pygomp/abi.py), behind extern "Python".
 PYTHON_HALF = """
 extern "Python" int pg_py_target(int device, uintptr_t fn, size_t mapnum, uint64_t *items,
-                                 uintptr_t *args);
+                                 uintptr_t *args, int teams, int threads);
 extern "Python" int64_t pg_py_data(int op, int device, size_t mapnum, uint64_t *items,
                                    uintptr_t *hostaddrs);
 extern "Python" int pg_py_end_data(int64_t region);

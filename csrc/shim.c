@@ -33,6 +33,12 @@
 #define MAP_FIRSTPRIVATE 12
 #define DEVICE_HOST_FALLBACK (-2)
 #define TARGET_FLAG_NOWAIT 1
+#define TARGET_ARG_DEVICE_MASK ((1 << 7) - 1)
+#define TARGET_ARG_SUBSEQUENT_PARAM (1 << 7)
+#define TARGET_ARG_ID_MASK (((1 << 8) - 1) << 8)
+#define TARGET_ARG_NUM_TEAMS (1 << 8)
+#define TARGET_ARG_THREAD_LIMIT (2 << 8)
+#define TARGET_ARG_VALUE_SHIFT 16
 
 /* The default device of C code is libgomp's default-device ICV, so that tasks and the
    threads of a parallel region inherit it as OpenMP says.  Inside a region on an
@@ -203,6 +209,7 @@ struct pg_task {
     void (*fn)(void *);
     int device, op;
     size_t mapnum;
+    int teams, threads;     /* a target region's num_teams and thread_limit; 0: unset */
 };
 
 _Static_assert(sizeof(struct pg_task) % _Alignof(size_t) == 0, "sizes follow the task");
@@ -468,7 +475,8 @@ static void run_target(struct pg_task *t, void **hostaddrs)
     uintptr_t small_args[SMALL], *args = n <= SMALL ? small_args : malloc(n * sizeof *args);
     if (!args)
         fatal("pygomp: out of memory for the arguments of a target region");
-    if (!run_planned(t, items, args) && !pg_py_target(t->device, (uintptr_t)t->fn, n, items, args))
+    if (!run_planned(t, items, args) && !pg_py_target(t->device, (uintptr_t)t->fn, n, items, args,
+                                                    t->teams, t->threads))
         fail();
     if (args != small_args)
         free(args);
@@ -520,6 +528,27 @@ static size_t call_size(size_t mapnum)
            + (mapnum + 1) * (sizeof(void *) + sizeof(size_t) + sizeof(unsigned short));
 }
 
+/* The num_teams and thread_limit that GCC passes in a target region's args (1 team
+   for a region without a teams construct), for every device: libgomp's encoding. */
+static void launch_bounds(void **args, int *teams, int *threads)
+{
+    *teams = *threads = 0;
+    while (args && *args) {
+        intptr_t id = (intptr_t)*args++, val;
+        if (id & TARGET_ARG_SUBSEQUENT_PARAM)
+            val = (intptr_t)*args++;
+        else
+            val = id >> TARGET_ARG_VALUE_SHIFT;
+        if ((id & TARGET_ARG_DEVICE_MASK) != 0)
+            continue;
+        val = val > INT32_MAX ? INT32_MAX : val;
+        if ((id & TARGET_ARG_ID_MASK) == TARGET_ARG_NUM_TEAMS)
+            *teams = (int)val;
+        else if ((id & TARGET_ARG_ID_MASK) == TARGET_ARG_THREAD_LIMIT)
+            *threads = (int)val;
+    }
+}
+
 /* Hand a construct to libgomp's GOMP_target_ext with the host-fallback device. */
 static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnum,
                             void **hostaddrs, size_t *sizes, unsigned short *kinds,
@@ -535,6 +564,7 @@ static void through_libgomp(int op, int device, void (*fn)(void *), size_t mapnu
     t->device = device;
     t->op = op;
     t->mapnum = mapnum;
+    launch_bounds(op == OP_TARGET ? args : NULL, &t->teams, &t->threads);
     memcpy(task_sizes(t), sizes, mapnum * sizeof(size_t));
     memcpy(task_kinds(t), kinds, mapnum * sizeof(unsigned short));
     void **h = (void **)(mem + call_arrays_at(mapnum));

@@ -114,18 +114,19 @@ def _acc_items(n, packed):
             for a, s, k in zip(w[0::3], w[1::3], w[2::3])]
 
 
-def _target_call(device, fn, n, packed):
+def _target_call(device, fn, n, packed, bounds):
     """The `calls.Call` of a target region, fresh or looked up now: a loop's region
     repeats its triples, and reuses its items, device and look-ups while the call is
     fresh.  A number that the resolver turns into another device is resolved every
-    time."""
-    key = (device, fn, ffi.buffer(packed, 24 * n)[:])
+    time.  ``bounds``: the region's num_teams and thread_limit, the launch of a GCC
+    image (pygomp's images have their own)."""
+    key = (device, fn, bounds, ffi.buffer(packed, 24 * n)[:])
     call = _targets.get(key)
     if call is not None and call.fresh():
         return call
     dev = devices.resolve(device, compiled=True)
     call = calls.Call(dev, fn, _items(n, packed) if call is None else call.items, (),
-                      _launch.get(fn, (0, 0, 0)), host_code=dev.target == "host")
+                      _launch.get(fn, (*bounds, 0)), host_code=dev.target == "host")
     call.look_up()
     if dev.number == device:
         if len(_targets) >= 4096:
@@ -136,10 +137,10 @@ def _target_call(device, fn, n, packed):
 
 # -- constructs: each returns 0 for a failure, else non-zero ---------------------
 
-def pg_py_target(device, fn, n, packed, args):
+def pg_py_target(device, fn, n, packed, args, teams, threads):
     """GOMP_target_ext: map, run (an image, or the host code with device addresses:
     ``args`` is the argument block shim.c gave), unmap."""
-    prepared = _target_call(device, fn, n, packed)
+    prepared = _target_call(device, fn, n, packed, (teams, threads))
     dev, items = prepared.dev, prepared.items
     fresh = prepared.fresh()
     if prepared.address is not None or (not fresh and _has_image(dev, fn)):

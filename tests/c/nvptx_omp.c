@@ -54,6 +54,8 @@ int main(void)
     for (int i = 0; i < 16; i++)
         bad += table[i] != 2 * i;
     check("declare target variables", !bad);
+    if (bad)
+        printf("  counter %d table[1] %g (want 6 and 2)\n", counter, table[1]);
 
     int teams = 0, threads = 0;
     #pragma omp target teams num_teams(4) map(tofrom: teams, threads)
@@ -80,6 +82,8 @@ int main(void)
     for (int i = 0; i < N; i++)
         bad += y[i] != i + 1;
     check("nowait in a data region", !bad);
+    if (bad)
+        printf("  y[0] %g y[%d] %g (want 1 and %d)\n", y[0], N - 1, y[N - 1], N);
 
     int empty = 0;
     #pragma omp target map(tofrom: empty)
