@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import typing
 
 import numpy as np
 import numpy.typing as npt
@@ -284,6 +285,18 @@ def test_annotations_refuse_other_arguments(device, pos, value, text):
     with pytest.raises(TypeError) as info:
         annotated.on(device)(*args)
     assert str(info.value) == f"annotated(): {text}"
+
+
+def test_type_aliases_read_as_what_they_stand_for():
+    """numpy 2.5 makes npt.NDArray a type alias (``type NDArray[T] = ...``)."""
+    te = pytest.importorskip("typing_extensions")
+    from pygomp.compiler import annotate
+    T = typing.TypeVar("T", bound=np.generic)
+    shape = te.TypeAliasType("_AnyShape", tuple[typing.Any, ...])
+    alias = te.TypeAliasType("NDArray", np.ndarray[shape, np.dtype[T]], type_params=(T,))
+    vec = te.TypeAliasType("Vec", np.ndarray[tuple[int], np.dtype[np.float32]])
+    assert annotate.parse(alias[np.float64]).text == "npt.NDArray[np.float64]"
+    assert annotate.parse(vec).text == "float32[:]"
 
 
 def test_unreadable_annotations_fail_at_decoration():

@@ -67,6 +67,7 @@ def parse(ann, env=None):
             raise TypeError(f"cannot read the annotation {ann!r}: use {FORMS}") from None
         if isinstance(ann, str):
             raise TypeError(f"cannot read the annotation {ann!r}: use {FORMS}")
+    ann = _unalias(ann)
     if ann is np.ndarray:
         return ArrayAnn(None, None, "np.ndarray")
     if typing.get_origin(ann) is np.ndarray:
@@ -78,8 +79,20 @@ def parse(ann, env=None):
                         f"{FORMS}") from None
 
 
+def _unalias(ann):
+    """What a type alias stands for (``type NDArray[T] = ...``: numpy 2.5's npt.NDArray),
+    its parameters given; any other annotation as it is."""
+    origin = typing.get_origin(ann)
+    if hasattr(origin, "__value__") and hasattr(origin, "__type_params__"):
+        args = typing.get_args(ann)
+        return origin.__value__[args] if origin.__type_params__ and args else origin.__value__
+    if hasattr(ann, "__value__") and hasattr(ann, "__type_params__"):
+        return ann.__value__
+    return ann
+
+
 def _ndarray(ann):
-    shape, dtype = (typing.get_args(ann) + (typing.Any, typing.Any))[:2]
+    shape, dtype = map(_unalias, (typing.get_args(ann) + (typing.Any, typing.Any))[:2])
     ndim = None
     if typing.get_origin(shape) is tuple:
         dims = typing.get_args(shape)
