@@ -37,6 +37,7 @@ import ctypes
 import hashlib
 import importlib.util
 import itertools
+import sys
 import threading
 
 from pygomp.runtime.gcc_images import NvptxImage
@@ -230,6 +231,37 @@ class _On:
             cupy.cuda.runtime.setDevice(self.prev)
 
 
+def _torn_down(e):
+    """Whether ``e`` says that CUDA is being torn down: the program is exiting (a C
+    program's exit handlers may run after CUDA's)."""
+    errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
+    # 4: cudaErrorCudartUnloading and CUDA_ERROR_DEINITIALIZED alike
+    return isinstance(e, errors) and getattr(e, "status", None) == 4
+
+
+class _UnlessExiting:
+    """``with _UnlessExiting():`` releasing what CUDA itself is tearing down is no
+    error: the device's memory and modules go with it.  The destructors of cupy's
+    streams and events, which run after that, then say nothing either."""
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if not _torn_down(e):
+            return False
+        if not getattr(sys.unraisablehook, "pygomp_cuda", False):
+            sys.unraisablehook = _quiet_after_cuda(sys.unraisablehook)
+        return True
+
+
+def _quiet_after_cuda(hook):
+    def quiet(report):
+        if not _torn_down(report.exc_value):
+            hook(report)
+    quiet.pygomp_cuda = True
+    return quiet
+
+
 class CudaPlugin(Plugin):
     name = "cuda"
     target = "cuda"
@@ -283,7 +315,7 @@ class CudaPlugin(Plugin):
         d = self._state.get(dev)
         if d is None:
             return
-        with _On(d.ordinal):
+        with _UnlessExiting(), _On(d.ordinal):
             d.stream.synchronize()
             for fns, _ in d.images.values():
                 for f in fns:
@@ -327,7 +359,7 @@ class CudaPlugin(Plugin):
         d = self._device(dev)
         entry = d.images.pop(id(image), None)
         if entry:
-            with _On(d.ordinal):
+            with _UnlessExiting(), _On(d.ordinal):
                 d.stream.synchronize()
             for f in entry[0]:
                 self._gcc.pop(f, None)
