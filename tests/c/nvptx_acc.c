@@ -53,6 +53,8 @@ int main(void)
     for (int i = 0; i < 64; i++)
         bad += g[i] != 3 * i;
     check("declare create", !bad);
+    if (bad)
+        printf("  g[1] %g g[63] %g (want 3 and 189)\n", g[1], g[63]);
 
     #pragma acc data copy(x[0:N])
     {
