@@ -57,8 +57,10 @@ def steps(x, A, st):
             A[i, j] += i * 10 + j
     for g in omp.gang(0, A.shape[0], st):
         for w in omp.worker(A.shape[1] - 1, 0, -st):
-            for v in omp.vector(0, 4, st):
-                A[g, w] += 0.5 + v
+            t = 0.0                     # the lanes run at once: A[g, w] += in them races
+            for v in omp.vector(0, 4, st, reduction="+:t"):
+                t += 0.5 + v
+            A[g, w] += t
     s = 0.0
     for i in omp.parallel_range(x.shape[0] - 1, -1, -st, reduction="+:s"):
         s += x[i]

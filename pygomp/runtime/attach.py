@@ -20,6 +20,8 @@ from .deferred import later
 from .entries import (PTR, WORD, Item, Shared, birth, block, copy_to, death, error,
                       poison, span)
 
+STRUCT_ALIGN = 64   # a struct's members sit at their host addresses modulo this
+
 
 def read_pointer(addr):
     return ctypes.c_uint64.from_address(addr).value
@@ -178,12 +180,15 @@ def map_struct(region, it, members):
 
 
 def _new_struct(region, members, lo, hi):
+    """The members' entries in one new allocation, where each keeps its host address's
+    alignment (the range may start at an int before a long long)."""
     dev = region.dev
-    memory = dev.plugin.alloc(dev.local, hi - lo)
+    memory = dev.plugin.alloc(dev.local, hi - lo + 2 * STRUCT_ALIGN)
+    start = ((memory + STRUCT_ALIGN - 1) & -STRUCT_ALIGN) + lo % STRUCT_ALIGN
     group = []
     try:
         for m in members:
-            group.append(birth(dev, m.addr, m.addr + m.size, memory + (m.addr - lo),
+            group.append(birth(dev, m.addr, m.addr + m.size, start + (m.addr - lo),
                                keepalive=m.obj))
     except ValueError:
         for done in group:
@@ -203,10 +208,10 @@ def _new_struct(region, members, lo, hi):
         region.created.append(group[0])
         region.count(group[0])
     if env.settings().poison:
-        poison(dev, memory, hi - lo, None)      # the members mapped ``to`` are copied next
+        poison(dev, start, hi - lo, None)       # the members mapped ``to`` are copied next
     if env.settings().info & env.INFO_MAP:
         env.info(env.INFO_MAP, f"device {dev.number}: mapped structure elements "
-                               f"{span(lo, hi - lo)} at {memory:#x}")
+                               f"{span(lo, hi - lo)} at {start:#x}")
     for m, e in zip(members, group):
         if kinds.traits(m.kind).to:
             copy_to(dev, e, m.addr, m.size)
