@@ -14,9 +14,11 @@ class Kernel:
 
     `run` takes the launch's plan (`_plan_impl`, made once per launch sizes) and the
     global scratch for its gangs, then launches the entries in the order of the
-    kernel's program.  Runs take turns (``lock``) when they share something: scratch,
-    or the entries' arguments where those are kept between runs
-    (``shares_arguments``)."""
+    kernel's program: all at once where `_program_impl` can (a launcher in C, a kind of
+    kernel that is one launch), else one by one (`_launch_impl`).  Runs take turns
+    (``lock``) when they share something: scratch, or the entries' arguments where
+    those are kept between runs (``shares_arguments``).  `launcher` gives a kernel's
+    own way to run calls that repeat (`_launcher_impl`), where it has one."""
 
     shares_arguments = False    # runs share the entries' arguments: they take turns
     max_group = 1 << 30         # work-items per group the kernel allows (`group`)
@@ -25,6 +27,8 @@ class Kernel:
     def __init__(self, info: KernelInfo, address: int):
         self.info = info
         self.address = address            # the device address `run` is given
+        self.dev = None                   # the plugin's device it is loaded on
+        self.nwords = len(info.args)      # argument words a run takes (None: any)
         self.plans = {}                   # launch sizes -> (gangs, what _plan_impl made)
         self.lock = _thread.allocate_lock()
         self.exclusive = self.shares_arguments or info.has_scratch or bool(info.private)
@@ -32,15 +36,19 @@ class Kernel:
 
     def plan(self, launch):
         """What a run with these launch sizes needs (`_plan_impl`, made once)."""
+        launch = tuple(launch)
         plan = self.plans.get(launch)
         if plan is None:
-            plan = self.plans[tuple(launch)] = self._plan_impl(tuple(launch))
+            plan = self.plans[launch] = self._plan_impl(launch)
         return plan
 
     def run(self, args, launch, wait_for):
         """Launch every entry as the kernel's program says; returns an event (or `DONE`
         when it ran to completion)."""
-        plan = self.plan(launch)
+        try:
+            plan = self.plans[launch]
+        except (KeyError, TypeError):       # not made yet, or the sizes a list
+            plan = self.plan(launch)
         if not self.exclusive:
             return self._run(args, plan, wait_for)
         with self.lock:
@@ -51,11 +59,17 @@ class Kernel:
         scratch = self.grow("scratch", info.scratch_size(plan[0])) if info.has_scratch \
             else None
         run = self._start_impl(args, plan, scratch, wait_for)
-        order = (program(info.program, lambda word: self._read(run, word))
-                 if info.program else range(len(info.entries)))
-        for entry in order:
-            self._launch_impl(run, entry)
+        if not self._program_impl(run):
+            order = (program(info.program, lambda word: self._read(run, word))
+                     if info.program else range(len(info.entries)))
+            for entry in order:
+                self._launch_impl(run, entry)
         return self._end_impl(run)
+
+    def launcher(self, launch):
+        """``(prepare, start)`` of the kernel's own for calls that repeat with these
+        launch sizes (see `Plugin.launcher`), or None: the plugin's."""
+        return self._launcher_impl(launch)
 
     def _read(self, run, word):
         if not self.info.has_scratch:
@@ -131,6 +145,11 @@ class Kernel:
             event.wait()
         return (args if scratch is None else [*args, scratch]), plan
 
+    def _program_impl(self, run) -> bool:
+        """Enqueue every launch of the run at once (the whole program, in one call);
+        False leaves them to `_launch_impl`, one by one."""
+        return False
+
     def _launch_impl(self, run, entry):
         """Launch entry number ``entry``."""
         raise NotImplementedError
@@ -143,6 +162,10 @@ class Kernel:
     def _end_impl(self, run):
         """The run's event, once every launch is started."""
         return DONE
+
+    def _launcher_impl(self, launch):
+        """``(prepare, start)`` for calls that repeat (`launcher`); None: the plugin's."""
+        return None
 
 
 def program(ops, read):

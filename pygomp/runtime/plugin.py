@@ -1,9 +1,6 @@
-"""The plugin interface, version 1 (after libgomp's GOMP_OFFLOAD_* functions), and the
-kernel contract between a dialect, a plugin and the runtime.
-
-A plugin drives one kind of device.  It sees device numbers local to itself
-(0..num_devices()-1), device addresses as ints and byte counts; it never sees the
-interval map.  Host memory is passed as int addresses.
+"""The plugin base, version 1 of the plugin interface (after libgomp's GOMP_OFFLOAD_*
+functions); its records are in `contract.py` (re-exported here), its kernel level in
+`kernel.py`.
 
 Three levels, as in LLVM's offload plugins: the plugin (`Plugin`), its devices (the
 state `_start_device_impl` makes, once per device, under the plugin's lock) and their
@@ -12,7 +9,11 @@ methods here check their arguments, lock and turn any failure of a hook into one
 `PluginError` whose message names the plugin, the device, the operation and the sizes.
 A plugin writes memory, copies, compiling, loading and the launch of one entry; the
 base owns the kernel registry, the order of the launches, scratch memory and launch
-sizes.  A plugin is registered under the entry-point group ``pygomp.plugins``; the
+sizes.  No plugin overrides `run`, `run_async` or `launcher`: a kernel enqueues a whole
+program at once through its `Kernel._program_impl`, runs repeated calls its own way
+through `Kernel._launcher_impl`, and a plugin offers a run_async in C through
+`_fast_impl`, which the base installs (`fast_path`).  A tracer (`trace_with`) is called
+around each checked operation.  A plugin is registered under the entry-point group ``pygomp.plugins``; the
 entry point names a subclass of `Plugin`, whose ``__init__`` calls the base's.
 
 Compiling: a dialect (the plugin's ``target_hooks()``, by default ``HOOKS`` of the
@@ -31,7 +32,8 @@ level to the plugin.  A kernel with several entries runs them in order (or as it
 ``program`` says), each to completion before the next starts, all within one ``run``,
 with one global scratch buffer that persists across them.  ``run_async`` does the same
 without waiting and returns an event, waited for with ``wait(dev, event)``; a plugin
-without a queue runs at once and returns a finished event.
+without a queue runs at once and returns a finished event.  ``launcher`` prepares calls
+that repeat (`calls.Call`).
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class Plugin:
     asynchronous = False  # run_async returns before the kernel ends (a device queue)
     capability_text = {}  # how a compile error names a missing capability
     unavailable = ""      # why the plugin finds no devices, when it can tell
+    tracer = None         # called around each checked operation (`trace_with`)
 
     def __init__(self):
         self._devices = None  # what _devices_impl found, once
@@ -65,6 +68,7 @@ class Plugin:
         self._lock = _thread.RLock()
         self._numbers = {}    # device -> (device number, how messages name it)
         self._identities = {}
+        self.fast = None      # the installed `_fast_impl` (False: none), see `fast_path`
 
     # -- discovery ---------------------------------------------------------
     def devices(self) -> list[DeviceInfo]:
@@ -144,6 +148,11 @@ class Plugin:
             names = ", ".join(k.name for k in unit.kernels if set(k.requires) & missing)
             raise CompileError(f"kernel {names} uses {what}; {self.label(dev)} "
                                f"({self.devices()[dev].name}) cannot run it")
+        names = [k.name for k in unit.kernels]
+        return self._call("compile", dev, lambda: f"of {', '.join(names)}", self._compile,
+                          dev, unit)
+
+    def _compile(self, dev, unit):
         ident = self.identity(dev)
         compiler = self._compiler_key(dev, unit)
         source_key = cache.key(self.target, unit.source, ident)
@@ -156,8 +165,7 @@ class Plugin:
             code = cache.get(key)
         names = [k.name for k in unit.kernels]
         if code is None:
-            code = self._call("compile", dev, lambda: f"of {', '.join(names)}",
-                              self._compile_impl, dev, unit)
+            code = self._compile_impl(dev, unit)
             stats["builds"] += 1
             cache.stats["builds"] += 1
             if key is not None:
@@ -225,6 +233,7 @@ class Plugin:
         fns = [k.address for k in kernels]
         with self._lock:
             for k in kernels:
+                k.dev = dev
                 self._kernels[k.address] = k
             self._loads.setdefault((dev, id(image)), []).append(fns)
         return LoadedImage(fns, list(variables))
@@ -276,39 +285,90 @@ class Plugin:
     def run(self, dev: int, fn: int, args: list, launch=(0, 0, 0)) -> None:
         """Run a kernel to completion (see the module's docstring).  ``args`` is not
         changed."""
-        k = self._kernels.get(fn)
-        info = k and k.info
-        # a kernel is loaded, so devices() has run and _devices is there
-        if info is None or len(args) != len(info.args) or not 0 <= dev < len(self._devices):
-            self._check_run(dev, fn, args)              # says what is wrong
-        try:
-            event = self._run_impl(dev, fn, info, args, launch, ())
-            if event is not DONE:
+        if self.tracer is not None:
+            return self.tracer(self, "run", (dev, fn, args, launch), self._run)
+        return self._run(dev, fn, args, launch)
+
+    def _run(self, dev, fn, args, launch):
+        event = self._start(dev, fn, args, launch, ())
+        if event is not DONE:
+            try:
                 event.wait()
+            except PluginError:
+                raise
+            except Exception as e:
+                raise self._run_error(dev, fn, self._kernels[fn].info, args, launch, e) \
+                    from e
+
+    def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
+        """Start a kernel after the events ``wait_for``; returns its event.  Once a
+        plugin's fast path is installed (`fast_path`), it is the instance's run_async."""
+        if self.tracer is not None:
+            return self.tracer(self, "run_async", (dev, fn, args, launch, wait_for),
+                               self._start)
+        return self._start(dev, fn, args, launch, wait_for)
+
+    def _start(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        """`run_async` untraced: the checks, then the kernel's `Kernel.run`."""
+        if self.fast is None:
+            self.fast_path()
+        k = self._kernels.get(fn)
+        if k is None or k.dev != dev or len(args) != k.nwords:
+            k = self._check_run(dev, fn, args)          # says what is wrong
+        try:
+            return k.run(args, launch, wait_for)
         except PluginError:
             raise
         except Exception as e:
-            raise self._run_error(dev, fn, info, args, launch, e) from e
+            raise self._run_error(dev, fn, k.info, args, launch, e) from e
 
     def launcher(self, dev: int, fn: int, launch, nwords: int):
         """``(prepare, start)`` for calls that repeat (`calls.Call`): ``start(prepare(
         words))`` is `run` of the kernel at ``fn`` with these launch sizes and ``nwords``
         argument words, and what ``prepare`` returns may be started again and again, also
-        by several threads at once.  A plugin may give faster ones."""
-        return list, lambda args: self.run(dev, fn, args, launch)
+        by several threads at once.  The kernel's own (`Kernel.launcher`) where it has
+        one, else `run_async` (the fast path where there is one) and a wait, of the words
+        as a tuple, which a kernel may know again by identity."""
+        k = self._kernels.get(fn)
+        if k is None or k.dev != dev or nwords != k.nwords or self.tracer is not None:
+            return list, lambda args: self.run(dev, fn, args, launch)   # says what is wrong
+        own = k.launcher(launch)
+        if own is not None:
+            return own
+        launch = tuple(launch)
+        run_async = self.fast_path() or self._start
 
-    def run_async(self, dev: int, fn: int, args: list, launch=(0, 0, 0), wait_for=()):
-        """Start a kernel after the events ``wait_for``; returns its event."""
-        return self._start(dev, fn, args, launch, wait_for)
+        def start(args):
+            event = run_async(dev, fn, args, launch)
+            if event is not DONE:
+                try:
+                    event.wait()
+                except PluginError:
+                    raise
+                except Exception as e:
+                    raise self._run_error(dev, fn, k.info, args, launch, e) from e
+        return tuple, start
 
-    def _start(self, dev, fn, args, launch, wait_for):
-        info = self._check_run(dev, fn, args)
-        try:
-            return self._run_impl(dev, fn, info, args, launch, wait_for)
-        except PluginError:
-            raise
-        except Exception as e:
-            raise self._run_error(dev, fn, info, args, launch, e) from e
+    def fast_path(self):
+        """The plugin's run_async in C (`_fast_impl`, given the checked Python path for
+        what it does not do itself), made on first use and installed as the instance's
+        ``run_async``; False where the plugin has none, or while it is traced."""
+        if self.fast is None:
+            with self._lock:
+                if self.fast is None:
+                    fast = self._fast_impl(self._start) if self.tracer is None else None
+                    if fast:
+                        self.run_async = fast
+                    self.fast = fast or False
+        return self.fast
+
+    def trace_with(self, tracer) -> None:
+        """Call ``tracer(plugin, op, args, call)`` around each checked operation from now
+        on (it returns ``call(*args)``); the fast path, which it would not see, goes."""
+        with self._lock:
+            self.tracer = tracer
+            self.fast = False
+            vars(self).pop("run_async", None)
 
     def _run_error(self, dev, fn, info, args, launch, e):
         return PluginError(f"{self.label(dev)}: run of kernel {info.name} at {fn:#x} with "
@@ -318,6 +378,11 @@ class Plugin:
     def wait(self, dev: int, event) -> None:
         """Wait for an event of `run_async`; work that failed on the device (the kernel,
         or an event it waited for) is a PluginError."""
+        if self.tracer is not None:
+            return self.tracer(self, "wait", (dev, event), self._wait)
+        return self._wait(dev, event)
+
+    def _wait(self, dev, event):
         try:
             event.wait()
         except PluginError:
@@ -343,16 +408,21 @@ class Plugin:
         return k and k.info
 
     def _check_run(self, dev, fn, args):
+        """The kernel a run of ``fn`` on ``dev`` with ``args`` launches, or the
+        PluginError that says what is wrong."""
         if not 0 <= dev < len(self.devices()):
             raise PluginError(f"{self.name}: run: no device {dev} "
                               f"(the plugin has {self.num_devices()})")
-        info = self.kernel_info(fn)
-        if info is None:
+        k = self._kernels.get(fn)
+        if k is None:
             raise PluginError(f"{self.label(dev)}: run: no kernel is loaded at {fn:#x}")
-        if len(args) != len(info.args):
-            raise PluginError(f"{self.label(dev)}: run: kernel {info.name} takes "
-                              f"{len(info.args)} argument words, got {len(args)}")
-        return info
+        if k.nwords is not None and len(args) != k.nwords:
+            raise PluginError(f"{self.label(dev)}: run: kernel {k.info.name} takes "
+                              f"{k.nwords} argument words, got {len(args)}")
+        if k.dev != dev:
+            raise PluginError(f"{self.label(dev)}: run: kernel {k.info.name} at {fn:#x} "
+                              f"is loaded on {self.label(k.dev)}")
+        return k
 
     def _call(self, op, dev, what, hook, *args):
         """Run a hook; ``what`` (a string or a function giving one) describes the call
@@ -361,7 +431,9 @@ class Plugin:
             raise PluginError(f"{self.name}: {op}: no device {dev} "
                               f"(the plugin has {self.num_devices()})")
         try:
-            return hook(*args)
+            if self.tracer is None:
+                return hook(*args)
+            return self.tracer(self, op, args, hook)
         except (PluginError, CompileError):
             raise
         except Exception as e:
@@ -387,9 +459,11 @@ class Plugin:
     def _dev2dev_impl(self, dev, dst, src, size): raise NotImplementedError
     def _synchronize_impl(self, dev): pass
 
-    def _run_impl(self, dev, fn, info, args, launch, wait_for):
-        """Run the kernel at ``fn`` (see `Kernel.run`)."""
-        return self._kernels[fn].run(args, launch, wait_for)
+    def _fast_impl(self, fallback):
+        """A callable like `run_async` (a C extension's) that launches what it can
+        itself and calls ``fallback`` with the same arguments for the rest; None: no
+        fast path."""
+        return None
 
 
 def _check_size(size):

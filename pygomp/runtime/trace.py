@@ -7,9 +7,10 @@ a process of the trace (pid: its device number, named as messages name it) and e
 Python thread a thread of it, so Perfetto (ui.perfetto.dev) and chrome://tracing show
 one track per device and thread.  The file is written when the program ends.
 
-Tracing wraps the plugins' checked operations (`instrument`, for each plugin the runtime
-loads) and the mapping layer's entry points (`start`), so that without
-PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`calls.Call`) go
+Tracing is each plugin's tracer (`instrument`: `Plugin.trace_with`, for each plugin the
+runtime loads), which the plugin base calls around its checked operations, and wraps the
+mapping layer's entry points (`start`), so that without PYGOMP_PROFILE nothing of it is
+on any path.  Prepared calls (`calls.Call`) go
 through `mapping.target` while tracing, so every map and unmap is seen.
 """
 from __future__ import annotations
@@ -63,44 +64,62 @@ _MAPPING = {        # mapping function -> (event, category, its arguments, its d
 
 
 def instrument(plugin) -> None:
-    """Trace the checked operations of one plugin instance (when tracing is on)."""
-    if not on:
-        return
+    """Trace the checked operations of one plugin instance (when tracing is on): the
+    plugin's tracer hook (`Plugin.trace_with`)."""
+    if on:
+        plugin.trace_with(_plugin_op)
 
-    def where(dev, *args, **kwargs):
-        return plugin.number(dev), plugin.label(dev)
 
-    def kernel(verb):
-        def describe(dev, fn, args, launch=(0, 0, 0), wait_for=()):
-            info = plugin.kernel_info(fn)
-            return {"kernel": info.name if info else hex(fn), "launch": list(launch),
-                    "words": len(args)}
-        return (lambda a: f"{verb} {a['kernel']}", "launch", describe)
+def _kernel(verb):
+    def describe(plugin, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        info = plugin.kernel_info(fn)
+        return {"kernel": info.name if info else hex(fn), "launch": list(launch),
+                "words": len(args)}
+    return (lambda a: f"{verb} {a['kernel']}", "launch", describe)
 
-    def copy(direction):
-        return (f"copy {direction}", "copy",
-                lambda dev, dst, src, size: {"bytes": size, "direction": direction})
 
-    ops = {
-        "compile": ("compile", "compile",
-                    lambda dev, unit: {"kernels": [k.name for k in unit.kernels]}),
-        "load_image": ("load image", "image",
-                       lambda dev, image, nf, nv: {"image": image.name, "kernels": nf,
-                                                   "bytes": len(image.code)}),
-        "unload_image": ("unload image", "image", lambda dev, image: {"image": image.name}),
-        "init_device": ("init", "device", lambda dev: {}),
-        "alloc": ("alloc", "memory", lambda dev, size: {"bytes": size}),
-        "free": ("free", "memory", lambda dev, addr: {"address": hex(addr)}),
-        "host2dev": copy("host to device"),
-        "dev2host": copy("device to host"),
-        "dev2dev": copy("device to device"),
-        "run": kernel("run"),
-        "run_async": kernel("start"),
-        "wait": ("wait", "launch", lambda dev, event: {}),
-        "synchronize": ("synchronize", "launch", lambda dev: {}),
-    }
-    for op, (event, cat, describe) in ops.items():
-        setattr(plugin, op, _traced(getattr(plugin, op), event, cat, describe, where))
+def _copy(direction):
+    return (f"copy {direction}", "copy",
+            lambda plugin, dev, dst, src, size: {"bytes": size, "direction": direction})
+
+
+_PLUGIN = {         # operation -> (event, category, its arguments)
+    "compile": ("compile", "compile",
+                lambda plugin, dev, unit: {"kernels": [k.name for k in unit.kernels]}),
+    "load_image": ("load image", "image",
+                   lambda plugin, dev, image: {"image": image.name,
+                                               "kernels": len(image.kernels),
+                                               "bytes": len(image.code)}),
+    "unload_image": ("unload image", "image",
+                     lambda plugin, dev, image: {"image": image.name}),
+    "init": ("init", "device", lambda plugin, dev: {}),
+    "alloc": ("alloc", "memory", lambda plugin, dev, size: {"bytes": size}),
+    "free": ("free", "memory", lambda plugin, dev, addr: {"address": hex(addr)}),
+    "host2dev": _copy("host to device"),
+    "dev2host": _copy("device to host"),
+    "dev2dev": _copy("device to device"),
+    "run": _kernel("run"),
+    "run_async": _kernel("start"),
+    "wait": ("wait", "launch", lambda plugin, dev, event: {}),
+    "synchronize": ("synchronize", "launch", lambda plugin, dev: {}),
+}
+
+
+def _plugin_op(plugin, op, args, call):
+    """The tracer of every plugin: ``call(*args)``, an event if the operation is one of
+    `_PLUGIN` (``args[0]`` is the plugin's device)."""
+    traced = _PLUGIN.get(op)
+    if traced is None:
+        return call(*args)
+    event, cat, describe = traced
+    t = time.perf_counter_ns()
+    try:
+        return call(*args)
+    finally:
+        end = time.perf_counter_ns()
+        info = describe(plugin, *args)
+        _record(plugin.number(args[0]), plugin.label(args[0]),
+                event(info) if callable(event) else event, cat, t, end, info)
 
 
 def _traced(fn, event, cat, describe, where):
