@@ -8,9 +8,9 @@ Python thread a thread of it, so Perfetto (ui.perfetto.dev) and chrome://tracing
 one track per device and thread.  The file is written when the program ends.
 
 Tracing is each plugin's tracer (`instrument`: `Plugin.trace_with`, for each plugin the
-runtime loads), which the plugin base calls around its checked operations, and wraps the
-mapping layer's entry points (`start`), so that without PYGOMP_PROFILE nothing of it is
-on any path.  Prepared calls (`calls.Call`) go
+runtime loads), which the plugin base calls around its checked operations, and the
+mapping layer's observer (`start`: `mapping.observe`), which its constructs call; without
+PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`calls.Call`) go
 through `mapping.target` while tracing, so every map and unmap is seen.
 """
 from __future__ import annotations
@@ -35,32 +35,42 @@ def start(path: str) -> None:
             return
         on, _path = True, path
         from . import mapping
-        for name, (event, cat, describe, where) in _MAPPING.items():
-            setattr(mapping, name, _traced(getattr(mapping, name), event, cat,
-                                           describe, where))
+        mapping.observe(_construct)
         atexit.register(write)
 
 
-def _device(dev, *args, **kwargs):
+def _device(dev, *args):
     return dev.number, dev.plugin.label(dev.local)
 
 
-def _items(dev, items, *args, **kwargs):
+def _items(dev, items, *args):
     return {"items": len(items), "bytes": sum(it.size for it in items)}
 
 
-_MAPPING = {        # mapping function -> (event, category, its arguments, its device)
+_MAPPING = {        # mapping's construct -> (event, category, its arguments, its device)
     "begin": ("map", "map", _items, _device),
-    "end": ("unmap", "map", lambda region, *a, **k: {"items": len(region.items)},
-            lambda region, *a, **k: _device(region.dev)),
+    "end": ("unmap", "map", lambda region, *a: {"items": len(region.items)},
+            lambda region, *a: _device(region.dev)),
     "enter_data": ("target enter data", "construct", _items, _device),
     "exit_data": ("target exit data", "construct", _items, _device),
     "update": ("target update", "construct", _items, _device),
-    "target": ("target", "construct", lambda dev, fn, items, *a, **k: {
+    "target": ("target", "construct", lambda dev, fn, items, *a: {
         "function": hex(fn), "items": len(items)}, _device),
-    "start": ("target nowait", "construct", lambda dev, fn, items, *a, **k: {
+    "start": ("target nowait", "construct", lambda dev, fn, items, *a: {
         "function": hex(fn), "items": len(items)}, _device),
 }
+
+
+def _construct(name, construct, args):
+    """The mapping layer's observer (`mapping.observe`): an event per construct."""
+    event, cat, describe, where = _MAPPING[name]
+    t = time.perf_counter_ns()
+    try:
+        return construct(*args)
+    finally:
+        end = time.perf_counter_ns()
+        pid, pname = where(*args)
+        _record(pid, pname, event, cat, t, end, describe(*args))
 
 
 def instrument(plugin) -> None:
@@ -120,20 +130,6 @@ def _plugin_op(plugin, op, args, call):
         info = describe(plugin, *args)
         _record(plugin.number(args[0]), plugin.label(args[0]),
                 event(info) if callable(event) else event, cat, t, end, info)
-
-
-def _traced(fn, event, cat, describe, where):
-    def traced(*args, **kwargs):
-        t = time.perf_counter_ns()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            end = time.perf_counter_ns()
-            pid, name = where(*args, **kwargs)
-            info = describe(*args, **kwargs)
-            _record(pid, name, event(info) if callable(event) else event, cat, t, end, info)
-    traced.__wrapped__ = fn
-    return traced
 
 
 def _record(pid, pname, event, cat, t, end, args):
