@@ -13,8 +13,9 @@ sizes.  No plugin overrides `run`, `run_async` or `launcher`: a kernel enqueues 
 program at once through its `Kernel._program_impl`, runs repeated calls its own way
 through `Kernel._launcher_impl`, and a plugin offers a run_async in C through
 `_fast_impl`, which the base installs (`fast_path`).  A tracer (`trace_with`) is called
-around each checked operation.  A plugin is registered under the entry-point group ``pygomp.plugins``; the
-entry point names a subclass of `Plugin`, whose ``__init__`` calls the base's.
+around each checked operation.  A plugin is registered under the entry-point group
+``pygomp.plugins``; the entry point names a subclass of `Plugin`, whose ``__init__``
+calls the base's.
 
 Compiling: a dialect (the plugin's ``target_hooks()``, by default ``HOOKS`` of the
 ``target`` module beside the plugin's) writes a *unit*: an object with ``source``
