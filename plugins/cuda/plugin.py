@@ -10,7 +10,8 @@ block per allocation, allocated on the device's stream.  Each device has one str
 queued on it in order.  A copy from the host goes through pinned staging buffers and
 returns once the host memory has been read; a copy to the host returns when it is done
 (large ones through the staging buffers too).  A run records an event after the
-kernel's launches; waiting for events of the same device costs nothing (the stream orders them).
+kernel's launches; waiting for events of the same device costs nothing (the stream
+orders them).
 
 Images: `compile` builds a unit's CUDA C with NVRTC (`nvrtc.py`) for the device's own
 compute capability: a cubin for ``sm_XY``, or PTX that the driver finishes when NVRTC
