@@ -200,6 +200,40 @@ def test_a_program_reads_its_words_when_it_reaches_them():
     assert list(order) == [0, 1, 2, 1, 2, 3, 3, 4]
 
 
+class Whole(Kernel):
+    """A kind of kernel that enqueues a run's whole program at once where it can."""
+
+    def __init__(self, info, at_once):
+        super().__init__(info, 0x20)
+        self.at_once, self.log = at_once, []
+
+    def _start_impl(self, args, plan, scratch, wait_for):
+        return list(args)
+
+    def _program_impl(self, run):
+        if self.at_once:
+            self.log.append(("program", run))
+        return self.at_once
+
+    def _launch_impl(self, run, entry):
+        self.log.append(entry)
+
+    def _end_impl(self, run):
+        self.log.append("end")
+        return DONE
+
+
+@pytest.mark.parametrize("at_once, log", [
+    (True, [("program", [7, 8]), "end"]),
+    (False, [1, 0, 1, "end"]),
+])
+def test_a_kernel_may_enqueue_its_whole_program_at_once(at_once, log):
+    """`Kernel._program_impl` takes the whole run, or leaves the entries to the base."""
+    k = Whole(KernelInfo("k", ("a", "b"), ("i64", "i64"), program=(1, 0, 1)), at_once)
+    assert k.run([7, 8], [0, 0, 0], ()) is DONE
+    assert k.log == log
+
+
 class Grouped(Kernel):
     """Launch sizes as a work-group plugin gives them: 32 lanes and 8 workers by
     default, 10 gangs, at most 64 work-items per group."""

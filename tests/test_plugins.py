@@ -184,3 +184,17 @@ def test_a_plugin_installed_later_is_found_by_the_next_process(site, tmp_path_fa
     assert devices_of_bytes() == "1"
     info.rename(site / "put-aside")
     assert unknown in devices_of_bytes()
+
+
+def test_no_plugin_overrides_the_bases_run_run_async_or_launcher():
+    """The plugin template holds: every registered plugin's class (and its bases below
+    Plugin) leaves `run`, `run_async` and `launcher` to the base."""
+    from importlib.metadata import entry_points
+
+    from pygomp.runtime.plugin import Plugin
+    classes = [ep.load() for ep in entry_points(group="pygomp.plugins")]
+    assert {c.name for c in classes} >= {"host", "opencl", "cuda"}
+    for cls in classes:
+        below = cls.__mro__[:cls.__mro__.index(Plugin)]
+        assert [(c.__name__, op) for c in below for op in ("run", "run_async", "launcher")
+                if op in vars(c)] == []

@@ -84,11 +84,91 @@ def test_no_trace_no_wrapping():
         with pygomp.target_data(0, tofrom=[a]):
             pass
         p = devices.all_devices()[0].plugin
-        print(trace.on, hasattr(mapping.begin, "__wrapped__"), "run" in vars(p))
+        print(trace.on, mapping.observer is not None, p.tracer is not None,
+              "run" in vars(p))
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_"))}
     env.update(PYGOMP_CACHE_DIR=os.environ["PYGOMP_CACHE_DIR"], PYGOMP_DEVICES="host")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "False", "False"]
+    assert r.stdout.split() == ["False", "False", "False", "False"]
+
+
+def test_tracing_is_the_plugins_tracer_hook_on_every_device(tmp_path):
+    """Under PYGOMP_PROFILE each plugin has the tracer and no operation of its own
+    replaced, and no fast path that the tracer would not see."""
+    code = textwrap.dedent("""
+        import numpy as np, pygomp
+        from pygomp.runtime import devices
+        a = np.zeros(4)
+        ops = {"run", "run_async", "launcher", "wait", "alloc", "free", "host2dev",
+               "dev2host", "load_image", "compile", "synchronize"}
+        for d in devices.all_devices():
+            with pygomp.target_data(d.number, tofrom=[a]):
+                pass
+            p = d.plugin
+            print(p.name, p.tracer is not None, sorted(ops & set(vars(p))), p.fast_path())
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_"))}
+    env.update(PYGOMP_CACHE_DIR=os.environ["PYGOMP_CACHE_DIR"],
+               PYGOMP_PROFILE=str(tmp_path / "t.json"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines and all(line.split()[1:] == ["True", "[]", "False"] for line in lines)
+
+
+def test_a_tracer_sees_each_checked_operation_of_every_plugin(tmp_path):
+    """A new instance of each device's plugin class, traced: every operation, runs too,
+    goes through the tracer with its arguments, and the kernel's results are right."""
+    import numpy as np
+    from pygomp.runtime import devices
+    (tmp_path / "bumpmod.py").write_text(textwrap.dedent("""
+        import pygomp as omp
+
+        @omp.target
+        def bump(x, v: float):
+            for i in omp.parallel_range(x.shape[0]):
+                x[i] += v
+    """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import bumpmod
+    finally:
+        sys.path.remove(str(tmp_path))
+    x = np.zeros(100)
+    for d in devices.all_devices():
+        if d.plugin.name not in ("host", "opencl"):
+            continue
+        bumpmod.bump.on(d.number)(x, 1.0)       # compiled, the image on the device
+        host_fn = bumpmod.bump.spec((x, 1.0)).symbol.address
+        (_, image, _), = [v for v in d.loaded.values() if host_fn in v[0].functions]
+        seen = []
+
+        def tracer(plugin, op, args, call):
+            seen.append((op, args[0]))
+            return call(*args)
+        p = type(d.plugin)()
+        p.trace_with(tracer)
+        dev = d.local
+        p.init_device(dev)
+        fn, = p.load_image(dev, image, 1, 0).functions
+        y = np.arange(100.0)
+        a = p.alloc(dev, y.nbytes)
+        p.host2dev(dev, a, y.ctypes.data, y.nbytes)
+        words = [a, 100, int(np.float64(2.0).view(np.int64))]
+        p.run(dev, fn, words)
+        p.wait(dev, p.run_async(dev, fn, words))
+        prepare, start = p.launcher(dev, fn, (0, 0, 0), 3)
+        start(prepare(words))                   # traced: through run
+        p.dev2host(dev, y.ctypes.data, a, y.nbytes)
+        p.free(dev, a)
+        p.synchronize(dev)
+        p.unload_image(dev, image)
+        np.testing.assert_array_equal(y, np.arange(100.0) + 6.0)
+        assert [op for op, _ in seen if op != "identity"] == [
+            "init", "load_image", "alloc", "host2dev", "run", "run_async", "wait", "run",
+            "dev2host", "free", "synchronize", "unload_image"], d
+        assert {where for _, where in seen} == {dev}

@@ -9,8 +9,9 @@ block per allocation, allocated on the device's stream.  Each device has one str
 (blocking, so it is ordered with CuPy's legacy default stream): copies and launches are
 queued on it in order.  A copy from the host goes through pinned staging buffers and
 returns once the host memory has been read; a copy to the host returns when it is done
-(large ones through the staging buffers too).  `run_async` records an event after the
-kernel; waiting for events of the same device costs nothing (the stream orders them).
+(large ones through the staging buffers too).  A run records an event after the
+kernel's launches; waiting for events of the same device costs nothing (the stream
+orders them).
 
 Images: `compile` builds a unit's CUDA C with NVRTC (`nvrtc.py`) for the device's own
 compute capability: a cubin for ``sm_XY``, or PTX that the driver finishes when NVRTC
@@ -18,8 +19,8 @@ does not know the GPU.  The cache key holds the source, the options, the compute
 capability (the identity) and NVRTC's version; a cached image loads with no NVRTC call.
 
 GCC's nvptx images (C programs built with ``-foffload=nvptx-none``) load and run as
-`gcc.py` says, with libgomp's launch convention; `run` and `run_async` send their
-functions there.
+`gcc.py` says, with libgomp's launch convention: their regions are a kind of kernel
+(`_GccKernel`), whose run is one launch.
 
 Kernel parameters: as `KernelInfo` says; the launches of a kernel go on the stream in
 order (a scratch word that a program reads waits for the launches before it).
@@ -108,13 +109,31 @@ class _Device:
         self.cu_device = ctypes.c_int(ordinal)  # acc_get_current_cuda_device's CUdevice
 
 
-class _Kernel(Kernel):
+class _OnDevice(Kernel):
+    """A kernel on one GPU: it runs with the GPU current, and a run's event is one
+    recorded on the device's stream after its launches."""
+
+    def __init__(self, plugin, dev, d, info, address):
+        super().__init__(info, address)
+        self.plugin, self.dev, self.d = plugin, dev, d
+
+    def run(self, args, launch, wait_for):
+        with _On(self.d.ordinal):
+            return super().run(args, launch, wait_for)
+
+    def _end_impl(self, run):
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(self.d.stream)
+        return _Event(event, self.dev, self.info.name, self.plugin)
+
+
+class _Kernel(_OnDevice):
     """A kernel's entry functions on one GPU, and the parameter block its launches read."""
     shares_arguments = True           # one parameter block
 
     def __init__(self, plugin, dev, d, functions, info, address):
-        super().__init__(info, address)
-        self.plugin, self.dev, self.d, self.functions = plugin, dev, d, functions
+        super().__init__(plugin, dev, d, info, address)
+        self.functions = functions
         self.props = plugin.devices()[dev].properties
         n = len(info.args) + info.has_scratch + bool(info.private)
         self.values = (ctypes.c_uint64 * max(n, 1))()
@@ -125,10 +144,6 @@ class _Kernel(Kernel):
                 cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)
             for f in functions))
         self.max_gangs = self.props["max_grid_dim_x"]
-
-    def run(self, args, launch, wait_for):
-        with _On(self.d.ordinal):
-            return super().run(args, launch, wait_for)
 
     def _group_impl(self, levels, vector, workers):
         vector = vector or (32 if "v" in levels else 1)
@@ -189,10 +204,34 @@ class _Kernel(Kernel):
         self.d.stream.synchronize()
         return out.value
 
-    def _end_impl(self, run):
-        event = cupy.cuda.Event(block=False, disable_timing=True)
-        event.record(self.d.stream)
-        return _Event(event, self.dev, self.info.name, self.plugin)
+
+class _GccKernel(_OnDevice):
+    """A region of a GCC nvptx image (`gcc.py`): any number of argument words (the
+    region's, as GCC lays them out), and a run that is one launch with libgomp's
+    convention and geometry."""
+
+    def __init__(self, plugin, dev, d, region, info, address):
+        super().__init__(plugin, dev, d, info, address)
+        self.region = region            # gcc.Kernel
+        self.nwords = None
+
+    def _plan_impl(self, launch):
+        props, k = self.plugin.devices()[self.dev].properties, self.region
+        try:
+            return 1, (gcc.omp_geometry(k, props, launch) if k.mode == "omp"
+                       else gcc.acc_geometry(k, props, launch))
+        except PluginError as e:
+            raise PluginError(f"{self.plugin.label(self.dev)}: {e}") from None
+
+    def _start_impl(self, args, plan, scratch, wait_for):
+        _wait_for(self.d, self.dev, wait_for)
+        return list(args), plan[1]
+
+    def _program_impl(self, run):
+        args, geometry = run
+        gcc.launch(cupy, self.d, self.plugin.devices()[self.dev].properties, self.region,
+                   args, geometry)
+        return True
 
 
 class _Event:
@@ -271,7 +310,6 @@ class CudaPlugin(Plugin):
 
     def __init__(self):
         super().__init__()
-        self._gcc = {}                          # function address -> gcc.Kernel
         self._addresses = itertools.count(0x1000)   # one per loaded kernel
         self.unavailable = ""                   # why there are no devices
 
@@ -317,9 +355,6 @@ class CudaPlugin(Plugin):
             return
         with _UnlessExiting(), _On(d.ordinal):
             d.stream.synchronize()
-            for fns, _ in d.images.values():
-                for f in fns:
-                    self._gcc.pop(f, None)
             for m in d.modules.values():
                 cupy.cuda.driver.moduleUnload(m)
             d.blocks.clear()
@@ -361,8 +396,6 @@ class CudaPlugin(Plugin):
         if entry:
             with _UnlessExiting(), _On(d.ordinal):
                 d.stream.synchronize()
-            for f in entry[0]:
-                self._gcc.pop(f, None)
             for v in entry[1]:
                 d.blocks.pop(v, None)
 
@@ -456,44 +489,11 @@ class CudaPlugin(Plugin):
     def _load_gcc(self, dev, d, image):
         props = self.devices()[dev].properties
         with _On(d.ordinal), self._lock:
-            kernels, vars_ = gcc.load(cupy, d, props, image, self.capability(dev))
-            fns = [next(self._addresses) for _ in kernels]
-            self._gcc.update(zip(fns, kernels))
-        d.images[id(image)] = (fns, vars_)
-        # Kernel records for the registry: `run` sends these functions to gcc.py
-        return [Kernel(info, fn) for info, fn in zip(image.kernels, fns)], vars_
-
-    # -- launches ------------------------------------------------------------
-    def run(self, dev, fn, args, launch=(0, 0, 0)):
-        if fn not in self._gcc:
-            return super().run(dev, fn, args, launch)
-        self.wait(dev, self._start_gcc(dev, fn, args, launch, ()))
-
-    def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
-        if fn not in self._gcc:
-            return super().run_async(dev, fn, args, launch, wait_for)
-        return self._start_gcc(dev, fn, args, launch, wait_for)
-
-    def _start_gcc(self, dev, fn, args, launch, wait_for):
-        """A region of a GCC image: queued on the device's stream; its event."""
-        k = self._gcc[fn]
-        d = self._device(dev)
-        props = self.devices()[dev].properties
-        try:
-            with _On(d.ordinal):
-                geometry = (gcc.omp_geometry(k, props, launch) if k.mode == "omp"
-                            else gcc.acc_geometry(k, props, launch))
-                _wait_for(d, dev, wait_for)
-                gcc.launch(cupy, d, props, k, list(args), geometry)
-                event = cupy.cuda.Event(block=False, disable_timing=True)
-                event.record(d.stream)
-        except PluginError as e:
-            raise PluginError(f"{self.label(dev)}: {e}") from None
-        except Exception as e:
-            raise PluginError(f"{self.label(dev)}: launch of {k.name} ({k.mode}) with "
-                              f"{len(args)} argument words, launch {tuple(launch)} failed: "
-                              f"{type(e).__name__}: {e}") from e
-        return _Event(event, dev, k.name, self)
+            regions, vars_ = gcc.load(cupy, d, props, image, self.capability(dev))
+            kernels = [_GccKernel(self, dev, d, region, info, next(self._addresses))
+                       for region, info in zip(regions, image.kernels)]
+        d.images[id(image)] = ([k.address for k in kernels], vars_)
+        return kernels, vars_
 
     def _synchronize_impl(self, dev):
         d = self._device(dev)

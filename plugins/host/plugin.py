@@ -94,10 +94,12 @@ class _Kernel(Kernel):
         self.spare.append(run[0])
         return DONE
 
-    def launcher(self, launch):
+    def _launcher_impl(self, launch):
         """`_start_impl`, `_launch_impl` and `_end_impl` of a kernel without scratch or
         program: the words in an array of their own, which the entries only read.  What
         ``prepare`` gives holds that array and calls the entries with it."""
+        if self.exclusive or self.info.program:
+            return None
         entries, plan = self.entries, self.plan(launch)[1]
         if len(entries) == 1:           # one C call, with no Python frame of ours
             entry = entries[0]
@@ -138,13 +140,6 @@ class HostPlugin(Plugin):
 
     def _compile_impl(self, dev, unit):
         return compile_c(unit.source, ", ".join(k.name for k in unit.kernels))
-
-    def launcher(self, dev, fn, launch, nwords):
-        k = self._kernels.get(fn)
-        if k is None or k.exclusive or k.info.program \
-                or nwords != len(k.info.args) or not 0 <= dev < len(self.devices()):
-            return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
-        return k.launcher(launch)
 
     # -- images --------------------------------------------------------------
     def _load_image_impl(self, dev, image):

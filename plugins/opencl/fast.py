@@ -1,14 +1,15 @@
 """A single launch of a kernel whose arguments are already set, from C.
 
-The Python path of `OpenCLPlugin.run_async` looks the kernel up, compares its words with
-the ones set, takes the kernel's lock and enqueues: about twice pyopencl's bare enqueue.
-The `Runner` here is a small CPython extension type that the plugin installs as its
-``run_async`` (and its launcher calls): for a call ``(dev, fn, words[, launch[,
-wait_for]])`` with no events to wait for, it finds the kernel's record in the plugin's
-``records`` dict, checks that the words, device and launch are the ones the record was
-made for, and calls ``clEnqueueNDRangeKernel`` itself, returning a pyopencl Event.  Any
-other call, a missing record, or an enqueue that fails goes to the Python path (which
-says what is wrong).
+The Python path of a launch (the base's `Plugin.run_async`, then the kernel's hooks)
+looks the kernel up, compares its words with the ones set, takes the kernel's lock and
+enqueues: about twice pyopencl's bare enqueue.  The `Runner` here is a small CPython
+extension type, the plugin's `_fast_impl`, which the base installs as the plugin's
+``run_async`` (`Plugin.fast_path`; its launchers call it too): for a call ``(dev, fn,
+words[, launch[, wait_for]])`` with no events to wait for, it finds the kernel's record
+in the plugin's ``records`` dict, checks that the words, device and launch are the ones
+the record was made for, and calls ``clEnqueueNDRangeKernel`` itself, returning a
+pyopencl Event.  Any other call, a missing record, or an enqueue that fails goes to the
+Python path (which says what is wrong).
 
 A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners)``: the
 plugin's `_Kernel.record`.  It is true while it is in the dict, and the plugin keeps it

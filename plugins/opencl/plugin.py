@@ -3,7 +3,7 @@
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
 resolves to (buffer, offset).  One in-order queue per device; copies are blocking,
-launches are events (`run_async`).
+launches are events (`Plugin.run_async`).
 
 Images: `compile` builds a unit's OpenCL C for one device and keeps the program binary;
 the key's device identity is the platform, device and driver.  Build options: CPU
@@ -29,9 +29,10 @@ Levels left 0 get device defaults and a local size above the kernel's limit is s
 ``get_local_size``/``get_num_groups`` and guard their tails.  The in-order queue runs
 each launch of a kernel to its end before the next; a kernel whose program loops is
 enqueued by the C launcher (`launch`) in one call, or on a CPU replaced by its one
-work-group entry (`choice`).  The entries keep their arguments between runs: they are
-set again when the words, the launch or the buffers (a free since) change; a single
-launch with the arguments set is enqueued from C (`fast`).
+work-group entry (`choice`): the kernel's `_program_impl`.  The entries keep their
+arguments between runs: they are set again when the words, the launch or the buffers (a
+free since) change; a single launch with the arguments set is enqueued from C (`fast`,
+the plugin's fast path, which the base installs).
 """
 from __future__ import annotations
 
@@ -39,11 +40,9 @@ import ctypes
 import hashlib
 import os
 import time
-import types
 
-from pygomp.runtime import hostmem, trace
-from pygomp.runtime.plugin import (DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin,
-                                   PluginError, program)
+from pygomp.runtime import hostmem
+from pygomp.runtime.plugin import DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin, PluginError
 
 from . import build as _build
 from . import choice as _choice
@@ -76,17 +75,16 @@ class _Kernel(Kernel):
         super().__init__(info, address)
         np = _numpy()
         self.plugin, self.dev, self.d, self.single = plugin, dev, d, single
-        self.nwords = len(info.args)
         self.props = plugin.devices()[dev].properties
         self.cpu = plugin.devices()[dev].kind == "cpu"
         self.entries = [cl.Kernel(program, e) for e in info.entries]
         self.max_group = min(self.props["max_work_group_size"], *(
             k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, d.dev)
             for k in self.entries))
-        self.last_words = self.last_plan = self.last_frees = None    # see run_async
+        self.last_words = self.last_plan = self.last_frees = None    # see _start_impl
         self.choice = _choice.Choice(one_group) if info.one_group and one_group != "0" \
             else None
-        self.held = self.scratch = None  # what the entries are set to (see _set_args)
+        self.held = None                 # what the entries are set to (see _set_args)
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -118,8 +116,9 @@ class _Kernel(Kernel):
     def _plan_impl(self, launch):
         """The gangs, per entry of the program its cl.Kernel, sizes and team-local tree
         memory, for a program the C launcher's copy of them (None without a launcher),
-        for a kernel of one launch that launch's enqueue arguments (else None), and
-        the one-group entry's step where `choice` may take it (else None)."""
+        for a kernel of one launch that launch's enqueue arguments (else None), the
+        one-group entry's step where `choice` may take it (else None), and the launch
+        sizes."""
         gangs, sizes = self.geometry(launch)
         steps = [self._step(entry, n, local) for entry, (n, local) in zip(self.entries, sizes)]
         prepared = single = alone = None
@@ -129,17 +128,20 @@ class _Kernel(Kernel):
             single = steps[0][:3]
         if self.choice is not None and not launch[0]:     # not when gangs are asked for
             alone = self._step(self.entries[self.info.one_group], 1, self.group(launch))
-        return gangs, steps, prepared, single, alone
+        return gangs, steps, prepared, single, alone, launch
 
     def _step(self, entry, gangs, local):
         tree = self.info.tree_bytes
         return (entry, (local[0], local[1] * gangs), local,
                 cl.LocalMemory(max(tree * local[0] * local[1], 8)) if tree else None)
 
-    def run(self, args, launch, wait_for):
-        """`OpenCLPlugin.run_async` of this kernel."""
-        return OpenCLPlugin.run_async(self.plugin, self.dev, self.address, args, launch,
-                                      wait_for)
+    def _start_impl(self, args, plan, scratch, wait_for):
+        """Set the entries' arguments if the words, the plan or the buffers changed;
+        the run is ``[plan, cl.Events to wait for, last event, choice's timing]``."""
+        if plan is not self.last_plan or self.plugin._frees != self.last_frees \
+                or args is not self.last_words and args != self.last_words:
+            self._set_args(args, plan, scratch)
+        return [plan, self._waits(wait_for) if wait_for else None, DONE, None]
 
     @staticmethod
     def _waits(wait_for):
@@ -153,50 +155,56 @@ class _Kernel(Kernel):
                 e.wait()
         return waits
 
-    def _program(self, plan, waits):
-        """Enqueue the program's launches, or its one-group entry where `choice` says so:
-        the event, and for a run that `choice` times (under ``lock``) the way and the
-        start, for `timed` (after it)."""
+    def _program_impl(self, run):
+        """Enqueue a single launch at once (and keep its record for the fast path), or
+        the one-group entry where `choice` says so, or the program by the C launcher;
+        False: entry by entry (`_launch_impl`).  A run that `choice` times is timed
+        until it is waited for (`_Timed`)."""
+        plan, waits = run[0], run[1]
+        queue = self.d.queue
+        single = plan[3]
+        if single is not None:
+            records = self.plugin._records
+            if self.address not in records and self.plugin.fast:
+                records[self.address] = self.record(plan[5], single)
+            run[2] = cl.enqueue_nd_range_kernel(queue, *single, None, waits)
+            return True
         alone = plan[4]
-        if alone is None:
-            return self._launches(plan, waits), None
-        one, timed = self.choice.next()
-        start = time.perf_counter() if timed else None
-        event = cl.enqueue_nd_range_kernel(self.d.queue, *alone[:3], None, waits) if one \
-            else self._launches(plan, waits)
-        return event, (one, start) if timed else None
+        if alone is not None:
+            one, timed = self.choice.next()
+            if timed:
+                run[3] = (one, time.perf_counter())
+            if one:
+                run[2] = cl.enqueue_nd_range_kernel(queue, *alone[:3], None, waits)
+                return True
+        return self._launches(run)
 
-    def timed(self, event, one, start):
-        """Wait for a run that `choice` times and tell it the time (without ``lock``,
-        so other threads launch meanwhile)."""
-        if event is not DONE:
-            event.wait()
-        self.choice.ran(one, time.perf_counter() - start)
+    def _launches(self, run):
+        """The program's launches, by the C launcher in one call; False where there is
+        none (entry by entry)."""
+        prepared = run[0][2]
+        if prepared is None:
+            return False
+        event = _launch.run(self.d.queue, prepared, self.buffers["scratch"][0], run[1])
+        run[2] = cl.Event.from_int_ptr(event, retain=False) if event else DONE
+        return True
 
-    def _launches(self, plan, waits):
-        """Enqueue the entries as the kernel's program says (see `run_async`)."""
-        gangs, steps, prepared = plan[:3]
-        info, queue, scratch = self.info, self.d.queue, self.scratch
-        if prepared is not None:
-            event = _launch.run(queue, prepared, scratch, waits)
-            return cl.Event.from_int_ptr(event, retain=False) if event else DONE
+    def _launch_impl(self, run, entry):
+        kernel, gsize, local, _ = run[0][1][entry]
+        run[2] = cl.enqueue_nd_range_kernel(self.d.queue, kernel, gsize, local, None, run[1])
+        run[1] = None
 
-        def read(w):                # after the launches so far
-            nonlocal waits
-            got, waits = self._read((queue, scratch, waits), w), None
-            return got
-        event = DONE
-        for entry in program(info.program, read) if info.program else range(len(steps)):
-            kernel, gsize, local, _ = steps[entry]
-            event = cl.enqueue_nd_range_kernel(queue, kernel, gsize, local, None, waits)
-            waits = None
-        return event
+    def _end_impl(self, run):
+        if run[3] is not None:
+            return _Timed(run[2], self.choice, *run[3])
+        return run[2]
 
     def _word_impl(self, run, word):
-        queue, scratch, waits = run
+        """The word, after the launches so far (and the run's events, at the first)."""
         out = _numpy().zeros(1, _numpy().int64)
-        cl.enqueue_copy(queue, out, scratch, src_offset=8 * word, wait_for=waits,
-                        is_blocking=True)
+        cl.enqueue_copy(self.d.queue, out, self.buffers["scratch"][0], src_offset=8 * word,
+                        wait_for=run[1], is_blocking=True)
+        run[1] = None
         return int(out[0])
 
     def _scratch_impl(self, size, old, have):
@@ -214,7 +222,7 @@ class _Kernel(Kernel):
         return (self.dev, self.last_words, launch, queue.int_ptr, kernel.int_ptr, *gsize,
                 *local, (kernel, queue))
 
-    def _set_args(self, args, plan):
+    def _set_args(self, args, plan, scratch):
         """Each entry's arguments for these words: buffers and offsets for addresses,
         scalars, then the scratch buffers and the team-local tree (under ``lock``)."""
         info, plugin = self.info, self.plugin
@@ -222,8 +230,6 @@ class _Kernel(Kernel):
         frees, steps = plugin._frees, plan[1]
         if plan[4]:
             steps = steps + [plan[4]]
-        scratch = self.scratch = self.grow("scratch", info.scratch_size(plan[0])) \
-            if info.has_scratch else None
         vals = []
         for w, m in zip(args, self.masks):
             if m is not None:
@@ -259,6 +265,22 @@ class _Kernel(Kernel):
         self.last_words, self.last_plan, self.last_frees = args[:], plan, frees
 
 
+class _Timed:
+    """The event of a run that `choice` times: waiting for it tells the choice how long
+    the run took."""
+    __slots__ = ("event", "choice", "one", "start")
+
+    def __init__(self, event, choice, one, start):
+        self.event, self.choice, self.one, self.start = event, choice, one, start
+
+    def wait(self):
+        if self.event is not DONE:
+            self.event.wait()
+        choice, self.choice = self.choice, None
+        if choice is not None:
+            choice.ran(self.one, time.perf_counter() - self.start)
+
+
 def _numpy():
     import numpy
     return numpy
@@ -290,7 +312,6 @@ class OpenCLPlugin(Plugin):
         self._space = AddressSpace()
         self._frees = 0                  # buffers freed so far
         self._records = {}               # kernel address -> its `_Kernel.record` (fast.py)
-        self._runner = None              # `fast_runner()`
 
     # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
@@ -481,74 +502,9 @@ class OpenCLPlugin(Plugin):
                         byte_count=size).wait()
 
     # -- launches ------------------------------------------------------------
-    def run_async(self, dev, fn, args, launch=(0, 0, 0), wait_for=()):
-        """Set the kernel's arguments if they changed, then enqueue its entries (the
-        first after ``wait_for``): a single launch at once, a program in one call of the
-        C launcher where there is one (`launch`), else one pyopencl enqueue per launch.
-        All in this frame for a single launch: it costs little more than its enqueue."""
-        k = self._kernels.get(fn)
-        if k is None or k.dev != dev or len(args) != k.nwords:
-            self._check_run(dev, fn, args)      # says what is wrong
-            raise PluginError(f"{self.label(dev)}: run: kernel {k.info.name} at {fn:#x} "
-                              f"is loaded on {self.label(k.dev)}")
-        try:
-            try:
-                plan = k.plans[launch]
-            except (KeyError, TypeError):       # not made yet, or launch a list
-                plan = k.plan(tuple(launch))
-            with k.lock:
-                if plan is not k.last_plan or self._frees != k.last_frees \
-                        or args is not k.last_words and args != k.last_words:
-                    k._set_args(args, plan)
-                waits = k._waits(wait_for) if wait_for else None
-                single = plan[3]
-                if single is not None:
-                    if fn not in self._records and type(launch) is tuple and \
-                            self.fast_runner():
-                        self._records[fn] = k.record(launch, single)
-                    return cl.enqueue_nd_range_kernel(k.d.queue, *single, None, waits)
-                event, timed = k._program(plan, waits)
-            if timed is not None:
-                k.timed(event, *timed)
-            return event
-        except PluginError:
-            raise
-        except Exception as e:
-            raise self._run_error(dev, fn, k.info, args, launch, e) from e
-
-    def fast_runner(self):
-        """The `fast.Runner` of this plugin, made on the first launch (False where there is
-        none); from then on it is also the plugin's ``run_async`` (unless traced)."""
-        if self._runner is None:
-            with self._lock:
-                if self._runner is None:
-                    r = _fast.runner(self._records,
-                                     types.MethodType(OpenCLPlugin.run_async, self))
-                    if r and not trace.on:      # trace wraps the class's method
-                        self.run_async = r
-                    self._runner = r or False
-        return self._runner
-
-    def _run_impl(self, dev, fn, info, args, launch, wait_for):
-        return OpenCLPlugin.run_async(self, dev, fn, args, launch, wait_for)
-
-    def launcher(self, dev, fn, launch, nwords):
-        """`run` with fewer steps: `run_async`, then a wait; the words as a tuple, which
-        `run_async` knows again by identity."""
-        k = self._kernels.get(fn)
-        if k is None or k.dev != dev or nwords != k.nwords:
-            return super().launcher(dev, fn, launch, nwords)     # `run` says what is wrong
-        launch = tuple(launch)
-
-        def start(args):
-            event = run_async(dev, fn, args, launch)
-            if event is not DONE:
-                try:
-                    event.wait()
-                except Exception as e:
-                    raise self._run_error(dev, fn, k.info, args, launch, e) from e
-        run_async = self.fast_runner() or types.MethodType(OpenCLPlugin.run_async, self)
-        return tuple, start
+    def _fast_impl(self, fallback):
+        """`fast.Runner`: single launches of kernels whose arguments are set, from C."""
+        return _fast.runner(self._records, fallback)
 
     def _synchronize_impl(self, dev):
         self._device(dev).queue.finish()

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import sys
 import _thread          # threading's own locks: importing threading takes 0.5 ms
 
 from . import devices, env, kinds, mapping
@@ -343,9 +342,8 @@ def _initial_words(items):
 
 
 def _traced():
-    """Whether PYGOMP_PROFILE's trace is on (`trace` is imported to start it)."""
-    trace = sys.modules.get("pygomp.runtime.trace")
-    return trace is not None and trace.on
+    """Whether the constructs are observed (PYGOMP_PROFILE's trace: `mapping.observe`)."""
+    return mapping.observer is not None
 
 
 # -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------

@@ -21,7 +21,7 @@ import warnings
 
 from . import cache, env, images, interrupt, mapping
 from .intervals import IntervalMap
-from .plugin import API_VERSION, DeviceInfo, PluginError
+from .contract import API_VERSION, DeviceInfo, PluginError
 
 PLUGIN_GROUP = "pygomp.plugins"
 INITIAL_INFO = DeviceInfo(name="host", kind="cpu", properties={"memory": "shared (no mapping)"})

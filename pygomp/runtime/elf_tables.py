@@ -15,7 +15,7 @@ import struct
 
 from ..frozen import Frozen
 from . import images
-from .plugin import ProgramImage
+from .contract import ProgramImage
 
 LINK_BIT = 1 << 63
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")      # Elf64_Ehdr

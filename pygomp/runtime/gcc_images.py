@@ -23,7 +23,7 @@ import ctypes
 import re
 
 from . import images
-from .plugin import Image, KernelInfo
+from .contract import Image, KernelInfo
 
 NVIDIA_PTX = 5              # GOMP_DEVICE_NVIDIA_PTX
 NVPTX_VERSION = 1           # the newest GOMP_VERSION_NVIDIA_PTX this reader knows

@@ -24,7 +24,8 @@ gomp_map_vars family): the constructs (`begin`/`end`, `enter_data`, `exit_data`,
 The map's modules (this one, entries.py, attach.py, accmap.py for OpenACC's exit data,
 update and acc_* routines, and calls.py for repeated calls) are the only ones that read
 or change a device's map (``dev.map``) and the entries' reference counts; entries are
-born and die, and counts change, in entries.py.
+born and die, and counts change, in entries.py.  Each construct calls the `observer`
+when one is set (`observe`), and its body otherwise.
 """
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ from .deferred import collecting, later
 from .entries import (INFINITY, PTR, WORD, Block, Item, MappingError, birth,  # noqa: F401
                       copy_from, copy_to, death, down, error, not_present, owner, poison,
                       ref, span)
+
+# The constructs a caller may observe (tracing: `trace.start`): `observe` sets one
+# function, called as ``observer(name, construct, args)`` in place of each of them,
+# which returns ``construct(*args)``.
+OBSERVED = ("begin", "end", "enter_data", "exit_data", "update", "target", "start")
+observer = None
+
+
+def observe(fn) -> None:
+    """Call ``fn`` around each construct of `OBSERVED` from now on (None: no more)."""
+    global observer
+    observer = fn
 
 
 class Region:
@@ -132,6 +145,12 @@ def new_entry(dev, it, t, block=None):
 def begin(dev, items, acc=False, dynamic=False) -> Region:
     """Map ``items`` for a construct; returns the region to pass to `end`.  ``acc``:
     OpenACC's rules; ``dynamic`` (with ``acc``): enter data's dynamic references."""
+    if observer is not None:
+        return observer("begin", _begin, (dev, items, acc, dynamic))
+    return _begin(dev, items, acc, dynamic)
+
+
+def _begin(dev, items, acc, dynamic):
     region = Region(dev, items, acc and dynamic, acc)
     if dev.is_initial:
         region.args = [_initial_word(region, it) for it in items]
@@ -262,6 +281,12 @@ def _free_temps(region):
 def end(region, copy_back=True) -> None:
     """End a structured construct: decrement once per entry (an entry removed meanwhile
     is left alone), copy back, remove what reached zero."""
+    if observer is not None:
+        return observer("end", _end, (region, copy_back))
+    return _end(region, copy_back)
+
+
+def _end(region, copy_back):
     dev = region.dev
     if dev.is_initial:
         region.temps = []
@@ -302,6 +327,12 @@ def release(dev, items, entries, copy_back, zeroed):
 def enter_data(dev, items, acc=False) -> None:
     """``target enter data`` (``acc``: OpenACC's ``enter data``, a dynamic reference per
     item): to / alloc (with always, present), and GCC's struct, pointer and attach items."""
+    if observer is not None:
+        return observer("enter_data", _enter_data, (dev, items, acc))
+    return _enter_data(dev, items, acc)
+
+
+def _enter_data(dev, items, acc):
     for it in items:
         if not kinds.is_mapping(it.kind) and kinds.base(it.kind) not in _ENTER_SPECIAL:
             raise MappingError(f"device {dev.number}: map kind {kinds.name(it.kind)} is not "
@@ -320,6 +351,12 @@ def exit_data(dev, items) -> None:
 
     An item that overlaps an entry without being inside it releases that entry, and
     copies back only the part inside it (libgomp would copy the whole item)."""
+    if observer is not None:
+        return observer("exit_data", _exit_data, (dev, items))
+    return _exit_data(dev, items)
+
+
+def _exit_data(dev, items):
     if dev.is_initial:
         return
     with dev.lock:
@@ -357,6 +394,12 @@ def exit_data(dev, items) -> None:
 def update(dev, items) -> None:
     """``target update to(...) from(...)``: copy what is present; present asks for it
     (OpenACC's update: `accmap.update`)."""
+    if observer is not None:
+        return observer("update", _update, (dev, items))
+    return _update(dev, items)
+
+
+def _update(dev, items):
     if dev.is_initial:
         return
     with dev.lock:
@@ -433,6 +476,12 @@ def function_address(dev, fn: int) -> int:
 def target(dev, fn: int, items, launch=(0, 0, 0), acc=False) -> None:
     """GOMP_target_ext (``acc``: GOACC_parallel_keyed): map, run ``fn`` with the
     translated words, unmap."""
+    if observer is not None:
+        return observer("target", _target, (dev, fn, items, launch, acc))
+    return _target(dev, fn, items, launch, acc)
+
+
+def _target(dev, fn, items, launch, acc):
     dev.ensure_init()
     address = function_address(dev, fn)
     region = begin(dev, items, acc=acc)
@@ -450,6 +499,12 @@ def target(dev, fn: int, items, launch=(0, 0, 0), acc=False) -> None:
 def start(dev, fn: int, items, launch=(0, 0, 0), wait_for=()):
     """`target` without waiting: map, start ``fn`` after the events ``wait_for``; returns
     ``(event, region)``.  Pass the region to `end` once the event is done."""
+    if observer is not None:
+        return observer("start", _start, (dev, fn, items, launch, wait_for))
+    return _start(dev, fn, items, launch, wait_for)
+
+
+def _start(dev, fn, items, launch, wait_for):
     dev.ensure_init()
     address = function_address(dev, fn)
     region = begin(dev, items)

@@ -7,8 +7,9 @@ a process of the trace (pid: its device number, named as messages name it) and e
 Python thread a thread of it, so Perfetto (ui.perfetto.dev) and chrome://tracing show
 one track per device and thread.  The file is written when the program ends.
 
-Tracing wraps the plugins' checked operations (`instrument`, for each plugin the runtime
-loads) and the mapping layer's entry points (`start`), so that without
+Tracing is each plugin's tracer (`instrument`: `Plugin.trace_with`, for each plugin the
+runtime loads), which the plugin base calls around its checked operations, and the
+mapping layer's observer (`start`: `mapping.observe`), which its constructs call; without
 PYGOMP_PROFILE nothing of it is on any path.  Prepared calls (`calls.Call`) go
 through `mapping.target` while tracing, so every map and unmap is seen.
 """
@@ -34,87 +35,101 @@ def start(path: str) -> None:
             return
         on, _path = True, path
         from . import mapping
-        for name, (event, cat, describe, where) in _MAPPING.items():
-            setattr(mapping, name, _traced(getattr(mapping, name), event, cat,
-                                           describe, where))
+        mapping.observe(_construct)
         atexit.register(write)
 
 
-def _device(dev, *args, **kwargs):
+def _device(dev, *args):
     return dev.number, dev.plugin.label(dev.local)
 
 
-def _items(dev, items, *args, **kwargs):
+def _items(dev, items, *args):
     return {"items": len(items), "bytes": sum(it.size for it in items)}
 
 
-_MAPPING = {        # mapping function -> (event, category, its arguments, its device)
+_MAPPING = {        # mapping's construct -> (event, category, its arguments, its device)
     "begin": ("map", "map", _items, _device),
-    "end": ("unmap", "map", lambda region, *a, **k: {"items": len(region.items)},
-            lambda region, *a, **k: _device(region.dev)),
+    "end": ("unmap", "map", lambda region, *a: {"items": len(region.items)},
+            lambda region, *a: _device(region.dev)),
     "enter_data": ("target enter data", "construct", _items, _device),
     "exit_data": ("target exit data", "construct", _items, _device),
     "update": ("target update", "construct", _items, _device),
-    "target": ("target", "construct", lambda dev, fn, items, *a, **k: {
+    "target": ("target", "construct", lambda dev, fn, items, *a: {
         "function": hex(fn), "items": len(items)}, _device),
-    "start": ("target nowait", "construct", lambda dev, fn, items, *a, **k: {
+    "start": ("target nowait", "construct", lambda dev, fn, items, *a: {
         "function": hex(fn), "items": len(items)}, _device),
 }
 
 
+def _construct(name, construct, args):
+    """The mapping layer's observer (`mapping.observe`): an event per construct."""
+    event, cat, describe, where = _MAPPING[name]
+    t = time.perf_counter_ns()
+    try:
+        return construct(*args)
+    finally:
+        end = time.perf_counter_ns()
+        pid, pname = where(*args)
+        _record(pid, pname, event, cat, t, end, describe(*args))
+
+
 def instrument(plugin) -> None:
-    """Trace the checked operations of one plugin instance (when tracing is on)."""
-    if not on:
-        return
-
-    def where(dev, *args, **kwargs):
-        return plugin.number(dev), plugin.label(dev)
-
-    def kernel(verb):
-        def describe(dev, fn, args, launch=(0, 0, 0), wait_for=()):
-            info = plugin.kernel_info(fn)
-            return {"kernel": info.name if info else hex(fn), "launch": list(launch),
-                    "words": len(args)}
-        return (lambda a: f"{verb} {a['kernel']}", "launch", describe)
-
-    def copy(direction):
-        return (f"copy {direction}", "copy",
-                lambda dev, dst, src, size: {"bytes": size, "direction": direction})
-
-    ops = {
-        "compile": ("compile", "compile",
-                    lambda dev, unit: {"kernels": [k.name for k in unit.kernels]}),
-        "load_image": ("load image", "image",
-                       lambda dev, image, nf, nv: {"image": image.name, "kernels": nf,
-                                                   "bytes": len(image.code)}),
-        "unload_image": ("unload image", "image", lambda dev, image: {"image": image.name}),
-        "init_device": ("init", "device", lambda dev: {}),
-        "alloc": ("alloc", "memory", lambda dev, size: {"bytes": size}),
-        "free": ("free", "memory", lambda dev, addr: {"address": hex(addr)}),
-        "host2dev": copy("host to device"),
-        "dev2host": copy("device to host"),
-        "dev2dev": copy("device to device"),
-        "run": kernel("run"),
-        "run_async": kernel("start"),
-        "wait": ("wait", "launch", lambda dev, event: {}),
-        "synchronize": ("synchronize", "launch", lambda dev: {}),
-    }
-    for op, (event, cat, describe) in ops.items():
-        setattr(plugin, op, _traced(getattr(plugin, op), event, cat, describe, where))
+    """Trace the checked operations of one plugin instance (when tracing is on): the
+    plugin's tracer hook (`Plugin.trace_with`)."""
+    if on:
+        plugin.trace_with(_plugin_op)
 
 
-def _traced(fn, event, cat, describe, where):
-    def traced(*args, **kwargs):
-        t = time.perf_counter_ns()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            end = time.perf_counter_ns()
-            pid, name = where(*args, **kwargs)
-            info = describe(*args, **kwargs)
-            _record(pid, name, event(info) if callable(event) else event, cat, t, end, info)
-    traced.__wrapped__ = fn
-    return traced
+def _kernel(verb):
+    def describe(plugin, dev, fn, args, launch=(0, 0, 0), wait_for=()):
+        info = plugin.kernel_info(fn)
+        return {"kernel": info.name if info else hex(fn), "launch": list(launch),
+                "words": len(args)}
+    return (lambda a: f"{verb} {a['kernel']}", "launch", describe)
+
+
+def _copy(direction):
+    return (f"copy {direction}", "copy",
+            lambda plugin, dev, dst, src, size: {"bytes": size, "direction": direction})
+
+
+_PLUGIN = {         # operation -> (event, category, its arguments)
+    "compile": ("compile", "compile",
+                lambda plugin, dev, unit: {"kernels": [k.name for k in unit.kernels]}),
+    "load_image": ("load image", "image",
+                   lambda plugin, dev, image: {"image": image.name,
+                                               "kernels": len(image.kernels),
+                                               "bytes": len(image.code)}),
+    "unload_image": ("unload image", "image",
+                     lambda plugin, dev, image: {"image": image.name}),
+    "init": ("init", "device", lambda plugin, dev: {}),
+    "alloc": ("alloc", "memory", lambda plugin, dev, size: {"bytes": size}),
+    "free": ("free", "memory", lambda plugin, dev, addr: {"address": hex(addr)}),
+    "host2dev": _copy("host to device"),
+    "dev2host": _copy("device to host"),
+    "dev2dev": _copy("device to device"),
+    "run": _kernel("run"),
+    "run_async": _kernel("start"),
+    "wait": ("wait", "launch", lambda plugin, dev, event: {}),
+    "synchronize": ("synchronize", "launch", lambda plugin, dev: {}),
+}
+
+
+def _plugin_op(plugin, op, args, call):
+    """The tracer of every plugin: ``call(*args)``, an event if the operation is one of
+    `_PLUGIN` (``args[0]`` is the plugin's device)."""
+    traced = _PLUGIN.get(op)
+    if traced is None:
+        return call(*args)
+    event, cat, describe = traced
+    t = time.perf_counter_ns()
+    try:
+        return call(*args)
+    finally:
+        end = time.perf_counter_ns()
+        info = describe(plugin, *args)
+        _record(plugin.number(args[0]), plugin.label(args[0]),
+                event(info) if callable(event) else event, cat, t, end, info)
 
 
 def _record(pid, pname, event, cat, t, end, args):
