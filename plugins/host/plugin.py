@@ -167,7 +167,9 @@ class HostPlugin(Plugin):
             return [], list(image.addresses)
         # The offload device and the initial device share this plugin: count the loads.
         stops = stop.install(_libc, _ffi, compile_c, _compiler_id())   # before dlopen
-        run = faults.runner(compile_c, _compiler_id())
+        run = None                      # a C program's regions: no report, no guards
+        if any(map(faults.where, image.kernels)):
+            run = faults.runner(compile_c, _compiler_id())
         with self._lock:
             held = self._libs.get(id(image))
             if held is None:

@@ -41,7 +41,7 @@ import os
 import time
 import types
 
-from pygomp.runtime import hostmem, trace
+from pygomp.runtime import faults, hostmem, trace
 from pygomp.runtime.plugin import (DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin,
                                    PluginError, program)
 
@@ -87,6 +87,9 @@ class _Kernel(Kernel):
         self.choice = _choice.Choice(one_group) if info.one_group and one_group != "0" \
             else None
         self.held = self.scratch = None  # what the entries are set to (see _set_args)
+        # the device's record of its last launched kernel, and this kernel's line
+        self.who = d.fault and faults.line(info, plugin.label(dev), queued=True)
+        self.mark = (d.fault[0], d.fault[1], self.who) if self.who else None
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -211,8 +214,13 @@ class _Kernel(Kernel):
         """What `fast.Runner` needs to launch ``single`` again with the words now set."""
         kernel, gsize, local = single
         queue = self.d.queue
+        slot = line = 0
+        if self.mark is not None:
+            table, i, who = self.mark
+            slot = int(faults.ffi.cast("uintptr_t", table + i))
+            line = int(faults.ffi.cast("uintptr_t", who))
         return (self.dev, self.last_words, launch, queue.int_ptr, kernel.int_ptr, *gsize,
-                *local, (kernel, queue))
+                *local, (kernel, queue), slot, line)
 
     def _set_args(self, args, plan):
         """Each entry's arguments for these words: buffers and offsets for addresses,
@@ -272,6 +280,7 @@ class _Device:
         self.ctx = cl.Context([cldev])
         self.queue = cl.CommandQueue(self.ctx, cldev)
         self.images = {}                 # id(image) -> (program, [variable addresses])
+        self.fault = None                # (table, index): its slot of `faults` (a CPU's)
         self.programs = {}               # digest of a binary -> the cl.Program built here
 
 
@@ -376,6 +385,10 @@ class OpenCLPlugin(Plugin):
     def _load_image_impl(self, dev, image):
         d = self._device(dev)
         _build.check_linker(cl, d.dev, self.label(dev))
+        if d.fault is None and self.devices()[dev].kind == "cpu" \
+                and any(map(faults.where, image.kernels)):   # its faults are the process's
+            from ..host.plugin import _compiler_id, compile_c
+            d.fault = faults.queue_slot(compile_c, _compiler_id()) or False
         needs = set().union(*(k.requires for k in image.kernels))
         missing = needs - self.device_capabilities(dev)
         if missing:
@@ -501,6 +514,8 @@ class OpenCLPlugin(Plugin):
                         or args is not k.last_words and args != k.last_words:
                     k._set_args(args, plan)
                 waits = k._waits(wait_for) if wait_for else None
+                if k.mark is not None:
+                    k.mark[0][k.mark[1]] = k.who
                 single = plan[3]
                 if single is not None:
                     if fn not in self._records and type(launch) is tuple and \
@@ -547,11 +562,17 @@ class OpenCLPlugin(Plugin):
                     event.wait()
                 except Exception as e:
                     raise self._run_error(dev, fn, k.info, args, launch, e) from e
+            if mark is not None:            # done: no longer in flight
+                mark[0][mark[1]] = faults.ffi.NULL
+        mark = k.mark
         run_async = self.fast_runner() or types.MethodType(OpenCLPlugin.run_async, self)
         return tuple, start
 
     def _synchronize_impl(self, dev):
-        self._device(dev).queue.finish()
+        d = self._device(dev)
+        d.queue.finish()
+        if d.fault:                     # nothing in flight
+            d.fault[0][d.fault[1]] = faults.ffi.NULL
 
 
 def _digest(code: bytes) -> str:

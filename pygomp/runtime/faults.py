@@ -234,9 +234,8 @@ def line(info, device: str, queued: bool = False):
     noted = where(info)
     if noted is None:
         return None
-    how = (f"the last launched on {device}, or a kernel running beside it, faulted in "
-           f"the device's threads" if queued else f"faulted on {device}")
-    text = f"pygomp: kernel '{info.name}' ({noted[0]}) {how}{HINT}"
+    how = f", the last launched on {device}," if queued else f" on {device}"
+    text = f"pygomp: kernel '{info.name}' ({noted[0]}){how} faulted{HINT}"
     with _lock:
         c = _lines.get(text)
         if c is None:
