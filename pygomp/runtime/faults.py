@@ -295,5 +295,8 @@ def alloc(size: int) -> int:
 
 
 def free(addr: int) -> None:
-    """Free what `alloc` gave."""
-    hostmem.free(addr - ffi.cast("uint64_t *", addr - HEAD)[2])
+    """Free what `alloc` gave, or a small item that libpygomp.so's C made without a
+    header (aligned_alloc, from the heap: the bytes before it are readable) and Python
+    adopted into its map."""
+    head = ffi.cast("uint64_t *", addr - HEAD)
+    hostmem.free(addr - head[2] if head[0] == addr ^ MAGIC else addr)
