@@ -8,7 +8,8 @@ is loaded on the host device; its compiled entry is then called with the same ar
 words in two ways, in turns: directly through cffi, and as the plugin calls it
 (`pygomp.runtime.faults`: the kernel's line held while it runs, then the guards of
 its arrays compared, in C, and the result tested in Python).  The difference is what
-the report and the guard add to each call.  Best of --repeat runs of --calls calls,
+the report and the guard add to each call; "reported alone" is the initial device's
+way, the line held and no guard compared (one C call, no Python frame).  Best of --repeat runs of --calls calls,
 in the calling thread's CPU time (ns per call).
 """
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main():
         sys.exit("no host device")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
     print(f"host device {dev.number}, best of {a.repeat} x {a.calls} calls, ns per call:")
-    print("  arrays  direct  reported+guarded  added")
+    print("  arrays  direct  reported+guarded  added  reported alone  added")
     for kernel in (one, three, six):
         arrays = [np.zeros(16) for _ in kernel.param_names]
         kernel.on(dev.number)(*arrays)          # built and loaded
@@ -83,16 +84,18 @@ def main():
         array = host._words_array(words)
         plan = k.plan((0, 0, 0))[1]
         raw = host._ffi.cast(host.KERNEL_TYPE, k.address)
-        reported = host._reported(k.info, k.address, faults.runner(host.compile_c,
-                                                                    host._compiler_id()),
-                                  faults.line(k.info, dev.plugin.label(0)),
-                                  faults.array_words(k.info), dev.plugin.label(0))
-        times = {"direct": [], "reported": []}
+        run = faults.runner(host.compile_c, host._compiler_id())
+        who = faults.line(k.info, dev.plugin.label(0))
+        reported = host._reported(k.info, k.address, run, who, faults.array_words(k.info),
+                                  dev.plugin.label(0))
+        initial = host._reported(k.info, k.address, run, who, None, dev.plugin.label(0))
+        times = {"direct": [], "reported": [], "initial": []}
         for _ in range(3):                      # in turns
             times["direct"].append(best(lambda: raw(array, plan), a.calls, a.repeat))
             times["reported"].append(best(lambda: reported(array, plan), a.calls, a.repeat))
-        d, r = min(times["direct"]), min(times["reported"])
-        print(f"  {len(arrays):6d}  {d:6.0f}  {r:16.0f}  {r - d:5.0f}")
+            times["initial"].append(best(lambda: initial(array, plan), a.calls, a.repeat))
+        d, r, i = (min(times[k]) for k in ("direct", "reported", "initial"))
+        print(f"  {len(arrays):6d}  {d:6.0f}  {r:16.0f}  {r - d:5.0f}  {i:14.0f}  {i - d:5.0f}")
         for p in addrs:
             dev.plugin.free(0, p)
 

@@ -115,3 +115,32 @@ def test_a_store_past_the_end_inside_target_data(tmp_path):
             over.on(d.number)(x, y, 0)
         over.on(d.number)(x[:98], y, 0)     # the map is still good
     assert (y == x[:98]).all()
+
+
+FAR_C = r"""
+#include <stdio.h>
+int main(void)
+{
+    double x[64] = {0}, s = 0;
+    long far = 1L << 40;
+    #pragma omp target map(tofrom: x, s) map(to: far)
+    for (int k = 0; k < 64; k++)
+        s += x[k + far];
+    printf("%g\n", s);
+    return 0;
+}
+"""
+
+
+def test_a_c_program_under_the_shim_faults_as_under_libgomp(tmp_path):
+    from pygomp import shim
+    (tmp_path / "far.c").write_text(FAR_C)
+    exe = tmp_path / "far"
+    subprocess.run(["gcc", "-fopenmp", "-foffload=disable", "-O1", str(tmp_path / "far.c"),
+                    "-o", str(exe)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "PYGOMP_DEV"))}
+    alone = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=60)
+    shimmed = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
+                             env=dict(env, PYGOMP_DEVICES="host", LD_PRELOAD=shim.path()))
+    assert alone.returncode == shimmed.returncode == -11
+    assert "pygomp" not in shimmed.stderr

@@ -4,6 +4,8 @@ Data reaches it only through the map, as on a discrete GPU.  Images are shared o
 built by gcc (`compile`); a kernel entry takes its arguments as `KernelInfo` says, and
 runs on OpenMP threads: the private scratch holds a part per thread OpenMP may start.
 Runs of a kernel without scratch go side by side, each with its own array of words.
+A kernel a face noted runs through `pygomp.runtime.faults` (a fault names it), and on
+the offload device its arrays' guards are compared when it returns.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
 # The kernel's first parameter is `void **` in C; uint64_t * has the same ABI and lets
 # cffi check the array it is given.
 KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
+_NONE = _ffi.new("int64_t[]", [-1])     # no address words to check (`_reported`)
 
 
 class _Kernel(Kernel):
@@ -114,11 +117,14 @@ class _Kernel(Kernel):
 
 def _reported(info, entry, run, who, words, device):
     """``entry`` called through `faults.runner` with the kernel's line ``who``; a damaged
-    guard of its address words ``words`` raises `faults.OverrunError`."""
+    guard of its address words ``words`` raises `faults.OverrunError` (without words,
+    nothing is checked: a C call with no Python frame)."""
     entry = _ffi.cast("void *", entry)
+    if words is None:
+        return functools.partial(run, entry, who, _NONE)
 
     def call(array, plan):
-        bad = run(entry, who, array, plan, words)
+        bad = run(entry, who, words, array, plan)
         if bad >= 0:
             raise faults.overrun(info, device, bad)
     return call
@@ -190,13 +196,12 @@ class HostPlugin(Plugin):
 
     def _fault(self, run, dev, info):
         """What `_reported` needs for a kernel a face noted, else None: the runner, the
-        kernel's line, its address words (none on the initial device, whose arrays
-        are the program's, without guards) and the device's label."""
+        kernel's line, its address words (None on the initial device, whose arrays are
+        the program's, without guards) and the device's label."""
         who = run and faults.line(info, self.label(dev))
         if who is None:
             return None
-        words = faults.array_words(info) if not self._initial else _ffi.new("int64_t[]", [-1])
-        return run, who, words, self.label(dev)
+        return run, who, None if self._initial else faults.array_words(info), self.label(dev)
 
     def set_number(self, dev, number, initial=False):
         super().set_number(dev, number, initial)

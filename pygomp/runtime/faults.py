@@ -20,7 +20,9 @@ The guard.  On the host device (memory of its own), each allocation (`alloc`) ha
 header before it (its address and size, so that C finds the end from the address) and
 `TAIL` bytes of a known pattern after it.  `pygomp_fault_run` compares the guards of the
 kernel's array words once the kernel returns; a damaged one is put back and the call
-raises `OverrunError` naming the kernel and the array (`Guarded.check`).
+raises `OverrunError` naming the kernel and the array (`overrun`).  `free` also takes
+the small items that libpygomp.so's C makes for the regions it runs (aligned_alloc,
+without a header) once Python adopted them into its map.
 """
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ int pygomp_fault_slot(void)
    at the indices `ptrs` (ending with -1): the position in `ptrs` of the first damaged
    one (every damaged one put back), or -1. */
 int pygomp_fault_run(void (*entry)(void *, const int64_t *), const char *who,
-                     uint64_t *words, const int64_t *plan, const int64_t *ptrs)
+                     const int64_t *ptrs, uint64_t *words, const int64_t *plan)
 {
     int s = slot;
     if (s == 0) {
@@ -161,7 +163,7 @@ int pygomp_fault_run(void (*entry)(void *, const int64_t *), const char *who,
 """ % {"SLOTS": SLOTS, "HEAD": HEAD, "TAIL": TAIL, "MAGIC": MAGIC, "PATTERN": PATTERN}
 
 RTLD_NOW, RTLD_GLOBAL = 2, 0x100
-RUN_TYPE = "int (*)(void *, const char *, uint64_t *, const int64_t *, const int64_t *)"
+RUN_TYPE = "int (*)(void *, const char *, const int64_t *, uint64_t *, const int64_t *)"
 _lock = _thread.allocate_lock()
 _lib = []                   # [(run, slot, slots)] once loaded; [None] where it cannot be
 _lines = {}                 # text -> its C string, kept for the life of the process
