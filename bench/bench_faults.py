@@ -86,9 +86,8 @@ def main():
         raw = host._ffi.cast(host.KERNEL_TYPE, k.address)
         run = faults.runner(host.compile_c, host._compiler_id())
         who = faults.line(k.info, dev.plugin.label(0))
-        reported = host._reported(k.info, k.address, run, who, faults.array_words(k.info),
-                                  dev.plugin.label(0))
-        initial = host._reported(k.info, k.address, run, who, None, dev.plugin.label(0))
+        reported = host._reported(k.info, k.address, run, who, True, dev.plugin.label(0))
+        initial = host._reported(k.info, k.address, run, who, False, dev.plugin.label(0))
         times = {"direct": [], "reported": [], "initial": []}
         for _ in range(3):                      # in turns
             times["direct"].append(best(lambda: raw(array, plan), a.calls, a.repeat))

@@ -43,7 +43,6 @@ _libgomp = _libc.dlopen(b"libgomp.so.1", RTLD_NOW)
 # The kernel's first parameter is `void **` in C; uint64_t * has the same ABI and lets
 # cffi check the array it is given.
 KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
-_NONE = _ffi.new("int64_t[]", [-1])     # no address words to check (`_reported`)
 
 
 class _Kernel(Kernel):
@@ -115,16 +114,16 @@ class _Kernel(Kernel):
         return prepare, operator.call
 
 
-def _reported(info, entry, run, who, words, device):
-    """``entry`` called through `faults.runner` with the kernel's line ``who``; a damaged
-    guard of its address words ``words`` raises `faults.OverrunError` (without words,
-    nothing is checked: a C call with no Python frame)."""
-    entry = _ffi.cast("void *", entry)
-    if words is None:
-        return functools.partial(run, entry, who, _NONE)
+def _reported(info, entry, run, who, guarded, device):
+    """``entry`` (an address) called through `faults.runner` with the kernel's line
+    ``who``; with ``guarded``, a damaged guard of its address words raises
+    `faults.OverrunError` (without, a C call with no Python frame)."""
+    record = faults.record(info, entry, who, guarded)
+    if not guarded:
+        return functools.partial(run, record)
 
     def call(array, plan):
-        bad = run(entry, who, words, array, plan)
+        bad = run(record, array, plan)
         if bad >= 0:
             raise faults.overrun(info, device, bad)
     return call
@@ -201,7 +200,7 @@ class HostPlugin(Plugin):
         who = run and faults.line(info, self.label(dev))
         if who is None:
             return None
-        return run, who, None if self._initial else faults.array_words(info), self.label(dev)
+        return run, who, not self._initial, self.label(dev)
 
     def set_number(self, dev, number, initial=False):
         super().set_number(dev, number, initial)

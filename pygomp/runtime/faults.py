@@ -122,12 +122,16 @@ int pygomp_fault_slot(void)
     return s < SLOTS ? s : -1;
 }
 
-/* entry(words, plan) with `who` as this thread's record; then the guards of the words
-   at the indices `ptrs` (ending with -1): the position in `ptrs` of the first damaged
-   one (every damaged one put back), or -1. */
-int pygomp_fault_run(void (*entry)(void *, const int64_t *), const char *who,
-                     const int64_t *ptrs, uint64_t *words, const int64_t *plan)
+/* A kernel's record `k`: its entry, its line, then the indices of its address words,
+   ending with -1.  entry(words, plan) with the line as this thread's record; then the
+   guards of those words: the position of the first damaged one among them (every
+   damaged one put back), or -1. */
+int pygomp_fault_run(const uint64_t *k, uint64_t *words, const int64_t *plan)
 {
+    static const unsigned char pattern[TAIL] = {[0 ... TAIL - 1] = PATTERN};
+    void (*entry)(uint64_t *, const int64_t *) =
+        (void (*)(uint64_t *, const int64_t *))(uintptr_t)k[0];
+    const char *who = (const char *)(uintptr_t)k[1];
     int s = slot;
     if (s == 0) {
         s = pygomp_fault_slot();
@@ -142,28 +146,26 @@ int pygomp_fault_run(void (*entry)(void *, const int64_t *), const char *who,
     if (s > 0)
         pygomp_fault_slots[s - 1] = before;
     int bad = -1;
-    for (int k = 0; ptrs[k] >= 0; k++) {
-        uint64_t a = words[ptrs[k]];
+    for (int i = 0; k[2 + i] != (uint64_t)-1; i++) {
+        uint64_t a = words[k[2 + i]];
         if (a < HEAD)
             continue;
         const uint64_t *head = (const uint64_t *)(uintptr_t)(a - HEAD);
         if (head[0] != (a ^ MAGIC))     /* inside an allocation, not its start */
             continue;
         unsigned char *tail = (unsigned char *)(uintptr_t)(a + head[1]);
-        for (int i = 0; i < TAIL; i++)
-            if (tail[i] != PATTERN) {
-                memset(tail, PATTERN, TAIL);
-                if (bad < 0)
-                    bad = k;
-                break;
-            }
+        if (memcmp(tail, pattern, TAIL) != 0) {
+            memcpy(tail, pattern, TAIL);
+            if (bad < 0)
+                bad = i;
+        }
     }
     return bad;
 }
 """ % {"SLOTS": SLOTS, "HEAD": HEAD, "TAIL": TAIL, "MAGIC": MAGIC, "PATTERN": PATTERN}
 
 RTLD_NOW, RTLD_GLOBAL = 2, 0x100
-RUN_TYPE = "int (*)(void *, const char *, const int64_t *, uint64_t *, const int64_t *)"
+RUN_TYPE = "int (*)(const uint64_t *, uint64_t *, const int64_t *)"
 _lock = _thread.allocate_lock()
 _lib = []                   # [(run, slot, slots)] once loaded; [None] where it cannot be
 _lines = {}                 # text -> its C string, kept for the life of the process
@@ -262,9 +264,12 @@ def queue_slot(compile_c, compiler_id):
     return None if s < 0 else (lib[2], s)
 
 
-def array_words(info):
-    """The indices of a kernel's address words, ending with -1 (for `pygomp_fault_run`)."""
-    return ffi.new("int64_t[]", [i for i, c in enumerate(info.args) if c == "p"] + [-1])
+def record(info, entry: int, who, guarded: bool):
+    """The record `pygomp_fault_run` takes for a kernel's entry (an address) and line
+    ``who`` (from `line`): with ``guarded``, the indices of its address words."""
+    words = [i for i, c in enumerate(info.args) if c == "p"] if guarded else []
+    return ffi.new("uint64_t[]", [entry, int(ffi.cast("uintptr_t", who)), *words,
+                                  (1 << 64) - 1])
 
 
 def overrun(info, device: str, position: int) -> OverrunError:
