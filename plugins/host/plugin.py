@@ -195,8 +195,8 @@ class HostPlugin(Plugin):
 
     def _fault(self, run, dev, info):
         """What `_reported` needs for a kernel a face noted, else None: the runner, the
-        kernel's line, its address words (None on the initial device, whose arrays are
-        the program's, without guards) and the device's label."""
+        kernel's line, whether its guards are compared (not on the initial device, whose
+        arrays are the program's, without guards) and the device's label."""
         who = run and faults.line(info, self.label(dev))
         if who is None:
             return None

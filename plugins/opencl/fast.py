@@ -10,15 +10,14 @@ made for, and calls ``clEnqueueNDRangeKernel`` itself, returning a pyopencl Even
 other call, a missing record, or an enqueue that fails goes to the Python path (which
 says what is wrong).
 
-A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners, slot,
-line)``: the plugin's `_Kernel.record`; ``slot`` (an address, or 0) is the device's
-record of its last launched kernel, set to ``line`` (`pygomp.runtime.faults`) before
-the enqueue.  It is true while it is in the dict, and the plugin keeps it
-so: it drops a kernel's record before setting its arguments and every record when a
-buffer is freed or an image unloaded, and records a kernel again on the Python path.
-The GIL is held from the look-up to the enqueue, so no Python thread changes a kernel's
-arguments in between; ``owners`` keeps the queue and cl.Kernel (whose handles the record
-holds) alive.
+A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners, slot, line)``:
+the plugin's `_Kernel.record`; ``slot`` (an address, or 0) is the device's record of its
+last launched kernel, set to ``line`` (`pygomp.runtime.faults`) before the enqueue. A
+record is true while it is in the dict, and the plugin keeps it so: it drops a kernel's
+record before setting its arguments and every record when a buffer is freed or an image
+unloaded, and records a kernel again on the Python path. The GIL is held from the
+look-up to the enqueue, so no Python thread changes a kernel's arguments in between;
+``owners`` keeps the queue and cl.Kernel (whose handles the record holds) alive.
 
 Built once by the C compiler with Python's headers and kept in the disk cache; where
 either is missing, `runner()` is None and the Python path does everything.
