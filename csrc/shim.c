@@ -243,8 +243,9 @@ static uint64_t *pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short 
 
    A region that repeats (the same device, function and items) on a device of the host
    plugin gets a plan from Python (calls.Call's look-up): per item, the word to pass,
-   or "made": a small absent item that each region allocates (as the host plugin does:
-   aligned_alloc), copies in, copies out and frees.  C carries a plan out without
+   or "made": a small absent item that each region allocates (aligned_alloc, without
+   the host plugin's header and guard, which Python's free tells apart), copies in,
+   copies out and frees.  C carries a plan out without
    Python while it is good: its epoch is that of the map that Python's look-up saw (the
    map's version, as in calls.Call's one staleness rule, except that a call whose made
    items are gone again gives back the epoch it began with), and Python writes each

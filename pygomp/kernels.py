@@ -53,7 +53,7 @@ import numpy as np
 
 from . import kernel_cache
 from .errors import CompileError
-from .runtime import devices, env, images, kinds, mapping
+from .runtime import devices, env, faults, images, kinds, mapping
 from .repeats import MISS, Repeat, address
 from .runtime.plugin import DeviceArray, PluginError
 
@@ -210,6 +210,10 @@ class Spec:
                                    f"{kernel.__name__}: argument {pname!r}"))
             else:
                 self.steps.append((False, _word(t), pname))
+        faults.note(self.name, kernel.py_func.__code__,
+                    [p for t, p in zip(self.argtypes, kernel.param_names)
+                     if isinstance(t, T.Array)] + (["the bounds check's record"]
+                                                   if boundscheck else []))
         self.repeats = {}         # device -> the `Repeat` of its last call
         self.alike = {}           # the initial device -> a `Repeat` for arrays like those
 

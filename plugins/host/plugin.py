@@ -4,6 +4,8 @@ Data reaches it only through the map, as on a discrete GPU.  Images are shared o
 built by gcc (`compile`); a kernel entry takes its arguments as `KernelInfo` says, and
 runs on OpenMP threads: the private scratch holds a part per thread OpenMP may start.
 Runs of a kernel without scratch go side by side, each with its own array of words.
+A kernel a face noted runs through `pygomp.runtime.faults` (a fault names it), and on
+the offload device its arrays' guards are compared when it returns.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import os
 import types
 
 from pygomp.errors import CompileError, compiler_error
-from pygomp.runtime import cache, hostmem
+from pygomp.runtime import cache, faults
 from pygomp.runtime.hostmem import c_function as _c_function, ffi as _ffi
 from pygomp.runtime.plugin import DONE, DeviceInfo, Kernel, Plugin, ProgramImage
 
@@ -46,9 +48,11 @@ KERNEL_TYPE = "void (*)(uint64_t *, const int64_t *)"
 class _Kernel(Kernel):
     """A kernel's entries in a loaded shared object, and its spare arrays of words."""
 
-    def __init__(self, info, entries, stops):
+    def __init__(self, info, entries, stops, fault=None):
         super().__init__(info, entries[0])
         self.entries = [_ffi.cast(KERNEL_TYPE, e) for e in entries]
+        if fault is not None:           # its line while it runs, then its guards
+            self.entries = [_reported(info, e, *fault) for e in entries]
         if stops is not None:           # Ctrl-C stops them: a stopped one raises
             self.entries = [stop.checked(e, stops) for e in self.entries]
         self.spare = []          # word arrays not in use (list.pop/append are atomic)
@@ -112,6 +116,21 @@ class _Kernel(Kernel):
         return prepare, operator.call
 
 
+def _reported(info, entry, run, who, guarded, device):
+    """``entry`` (an address) called through `faults.runner` with the kernel's line
+    ``who``; with ``guarded``, a damaged guard of its address words raises
+    `faults.OverrunError` (without, a C call with no Python frame)."""
+    record = faults.record(info, entry, who, guarded)
+    if not guarded:
+        return functools.partial(run, record)
+
+    def call(array, plan):
+        bad = run(record, array, plan)
+        if bad >= 0:
+            raise faults.overrun(info, device, bad)
+    return call
+
+
 def _words_array(words):
     return _ffi.new("uint64_t[]", words or [0])
 
@@ -125,6 +144,7 @@ class HostPlugin(Plugin):
     def __init__(self):
         super().__init__()
         self._libs = {}          # id(image) -> [dlopen handle, number of loads, loaded]
+        self._initial = False    # the initial device's (`set_number`)
 
     def _devices_impl(self):
         cpus = os.cpu_count() or 1
@@ -147,6 +167,9 @@ class HostPlugin(Plugin):
             return [], list(image.addresses)
         # The offload device and the initial device share this plugin: count the loads.
         stops = stop.install(_libc, _ffi, compile_c, _compiler_id())   # before dlopen
+        run = None                      # a C program's regions: no report, no guards
+        if any(map(faults.where, image.kernels)):
+            run = faults.runner(compile_c, _compiler_id())
         with self._lock:
             held = self._libs.get(id(image))
             if held is None:
@@ -155,7 +178,7 @@ class HostPlugin(Plugin):
                     raise OSError(_dlerror())
                 try:
                     loaded = ([_Kernel(info, [_symbol(handle, e) for e in info.entries],
-                                       stops)
+                                       stops, self._fault(run, dev, info))
                                for info in image.kernels],
                               [_symbol(handle, n) for n, _ in image.variables])
                 except OSError:
@@ -164,6 +187,19 @@ class HostPlugin(Plugin):
                 held = self._libs[id(image)] = [handle, 0, loaded]
             held[1] += 1
             return held[2]
+
+    def _fault(self, run, dev, info):
+        """What `_reported` needs for a kernel a face noted, else None: the runner, the
+        kernel's line, whether its guards are compared (not on the initial device, whose
+        arrays are the program's, without guards) and the device's label."""
+        who = run and faults.line(info, self.label(dev))
+        if who is None:
+            return None
+        return run, who, not self._initial, self.label(dev)
+
+    def set_number(self, dev, number, initial=False):
+        super().set_number(dev, number, initial)
+        self._initial = initial
 
     @staticmethod
     def image_path(image) -> str:
@@ -183,10 +219,10 @@ class HostPlugin(Plugin):
 
     # -- memory --------------------------------------------------------------
     def _alloc_impl(self, dev, size):
-        return hostmem.alloc(size)          # big ones on transparent huge pages
+        return faults.alloc(size)       # guarded; big ones on transparent huge pages
 
     def _free_impl(self, dev, addr):
-        hostmem.free(addr)
+        faults.free(addr)
 
     def _host2dev_impl(self, dev, dst, src, size):
         _libc.copy(dst, src, size)

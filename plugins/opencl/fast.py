@@ -11,13 +11,14 @@ the record was made for, and calls ``clEnqueueNDRangeKernel`` itself, returning 
 pyopencl Event.  Any other call, a missing record, or an enqueue that fails goes to the
 Python path (which says what is wrong).
 
-A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners)``: the
-plugin's `_Kernel.record`.  It is true while it is in the dict, and the plugin keeps it
-so: it drops a kernel's record before setting its arguments and every record when a
-buffer is freed or an image unloaded, and records a kernel again on the Python path.
-The GIL is held from the look-up to the enqueue, so no Python thread changes a kernel's
-arguments in between; ``owners`` keeps the queue and cl.Kernel (whose handles the record
-holds) alive.
+A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners, slot, line)``:
+the plugin's `_Kernel.record`; ``slot`` (an address, or 0) is the device's record of its
+last launched kernel, set to ``line`` (`pygomp.runtime.faults`) before the enqueue. A
+record is true while it is in the dict, and the plugin keeps it so: it drops a kernel's
+record before setting its arguments and every record when a buffer is freed or an image
+unloaded, and records a kernel again on the Python path. The GIL is held from the
+look-up to the enqueue, so no Python thread changes a kernel's arguments in between;
+``owners`` keeps the queue and cl.Kernel (whose handles the record holds) alive.
 
 Built once by the C compiler with Python's headers and kept in the disk cache; where
 either is missing, `runner()` is None and the Python path does everything.
@@ -71,6 +72,14 @@ static PyObject *fast(Runner *self, PyObject *rec, PyObject *const *args, Py_ssi
         PyErr_Clear();
         return NULL;
     }
+    void *slot = PyLong_AsVoidPtr(PyTuple_GET_ITEM(rec, 10));
+    void *line = slot ? PyLong_AsVoidPtr(PyTuple_GET_ITEM(rec, 11)) : NULL;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (slot)
+        *(void *volatile *)slot = line;
     void *ev = NULL;
     if (self->enqueue(queue, kernel, 2, NULL, sizes, sizes + 2, 0, NULL, &ev) != 0 || !ev)
         return NULL;
@@ -92,7 +101,7 @@ static PyObject *runner_call(Runner *self, PyObject *const *args, size_t nargsf,
         PyErr_Clear();
     if (kwnames == NULL && n >= 3 && none == 1) {
         PyObject *rec = PyDict_GetItemWithError(self->records, args[1]);
-        if (rec != NULL && PyTuple_CheckExact(rec) && PyTuple_GET_SIZE(rec) == 10) {
+        if (rec != NULL && PyTuple_CheckExact(rec) && PyTuple_GET_SIZE(rec) == 12) {
             Py_INCREF(rec);
             PyObject *event = fast(self, rec, args, n);
             Py_DECREF(rec);

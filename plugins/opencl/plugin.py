@@ -41,7 +41,7 @@ import hashlib
 import os
 import time
 
-from pygomp.runtime import hostmem
+from pygomp.runtime import faults, hostmem
 from pygomp.runtime.plugin import DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin, PluginError
 
 from . import build as _build
@@ -85,6 +85,9 @@ class _Kernel(Kernel):
         self.choice = _choice.Choice(one_group) if info.one_group and one_group != "0" \
             else None
         self.held = None                 # what the entries are set to (see _set_args)
+        # the device's record of its last launched kernel, and this kernel's line
+        self.who = d.fault and faults.line(info, plugin.label(dev), queued=True)
+        self.mark = (d.fault[0], d.fault[1], self.who) if self.who else None
         dtypes, self.masks = [], []
         for c in info.args:
             if c == "p":
@@ -141,6 +144,8 @@ class _Kernel(Kernel):
         if plan is not self.last_plan or self.plugin._frees != self.last_frees \
                 or args is not self.last_words and args != self.last_words:
             self._set_args(args, plan, scratch)
+        if self.mark is not None:       # the device's last launched kernel, for a fault
+            self.mark[0][self.mark[1]] = self.who
         return [plan, self._waits(wait_for) if wait_for else None, DONE, None]
 
     @staticmethod
@@ -219,8 +224,13 @@ class _Kernel(Kernel):
         """What `fast.Runner` needs to launch ``single`` again with the words now set."""
         kernel, gsize, local = single
         queue = self.d.queue
+        slot = line = 0
+        if self.mark is not None:
+            table, i, who = self.mark
+            slot = int(faults.ffi.cast("uintptr_t", table + i))
+            line = int(faults.ffi.cast("uintptr_t", who))
         return (self.dev, self.last_words, launch, queue.int_ptr, kernel.int_ptr, *gsize,
-                *local, (kernel, queue))
+                *local, (kernel, queue), slot, line)
 
     def _set_args(self, args, plan, scratch):
         """Each entry's arguments for these words: buffers and offsets for addresses,
@@ -294,6 +304,7 @@ class _Device:
         self.ctx = cl.Context([cldev])
         self.queue = cl.CommandQueue(self.ctx, cldev)
         self.images = {}                 # id(image) -> (program, [variable addresses])
+        self.fault = None                # (table, index): its slot of `faults` (a CPU's)
         self.programs = {}               # digest of a binary -> the cl.Program built here
 
 
@@ -397,6 +408,10 @@ class OpenCLPlugin(Plugin):
     def _load_image_impl(self, dev, image):
         d = self._device(dev)
         _build.check_linker(cl, d.dev, self.label(dev))
+        if d.fault is None and self.devices()[dev].kind == "cpu" \
+                and any(map(faults.where, image.kernels)):   # its faults are the process's
+            from ..host.plugin import _compiler_id, compile_c
+            d.fault = faults.queue_slot(compile_c, _compiler_id()) or False
         needs = set().union(*(k.requires for k in image.kernels))
         missing = needs - self.device_capabilities(dev)
         if missing:
@@ -507,7 +522,10 @@ class OpenCLPlugin(Plugin):
         return _fast.runner(self._records, fallback)
 
     def _synchronize_impl(self, dev):
-        self._device(dev).queue.finish()
+        d = self._device(dev)
+        d.queue.finish()
+        if d.fault:                     # nothing in flight
+            d.fault[0][d.fault[1]] = faults.ffi.NULL
 
 
 def _digest(code: bytes) -> str:
