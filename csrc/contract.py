@@ -3,7 +3,8 @@
 build.py writes them into the library's C source ahead of shim.c (`c_text`: an enum per
 `ENUMS` entry, a ``#define`` per `DEFINES` entry); abi.py reads them from here.  A name
 shim.c uses and this table lacks fails the build; the ones whose Python home is
-elsewhere (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py) are compared with it
+elsewhere (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py, runtime/faults.py) are
+compared with it
 in tests/test_shim_contract.py.
 """
 from __future__ import annotations
@@ -51,9 +52,16 @@ PLAN_MADE = 1
 PLAN_TO = 2
 PLAN_FROM = 4
 
+# The host plugin's guarded allocations (runtime/faults.py), as shim.c makes its made
+# items: a header (address ^ magic, size, header size) before, a pattern after.
+GUARD_HEAD = 64
+GUARD_TAIL = 64
+GUARD_MAGIC = 0x7079676F6D70
+GUARD_PATTERN = 0xFD
+
 DEFINES = ("PLAN_ITEMS", "PLAN_MADE", "PLAN_TO", "PLAN_FROM", "TARGET_TYPE", "NVIDIA_PTX",
            "ASYNC_SYNC", "ACC_DEVICE_NONE", "ACC_DEVICE_HOST", "ACC_DEVICE_HOST_NONSHM",
-           "ACC_DEVICE_NOT_HOST")
+           "ACC_DEVICE_NOT_HOST", "GUARD_HEAD", "GUARD_TAIL", "GUARD_MAGIC", "GUARD_PATTERN")
 
 
 def c_text() -> str:

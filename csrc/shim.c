@@ -243,8 +243,8 @@ static uint64_t *pack(size_t n, void **hostaddrs, size_t *sizes, unsigned short 
 
    A region that repeats (the same device, function and items) on a device of the host
    plugin gets a plan from Python (calls.Call's look-up): per item, the word to pass,
-   or "made": a small absent item that each region allocates (aligned_alloc, without
-   the host plugin's header and guard, which Python's free tells apart), copies in,
+   or "made": a small absent item that each region allocates (with the host plugin's
+   header and guard: made_alloc), copies in,
    copies out and frees.  C carries a plan out without
    Python while it is good: its epoch is that of the map that Python's look-up saw (the
    map's version, as in calls.Call's one staleness rule, except that a call whose made
@@ -315,11 +315,27 @@ static int overlaps_made(int device, const uint64_t *items, const unsigned char 
     return 0;
 }
 
+/* A made item, laid out as the host plugin's allocations are (runtime/faults.py), so
+   that Python frees and checks it as its own once it adopts it. */
+static void *made_alloc(size_t size)
+{
+    char *base = aligned_alloc(64, (GUARD_HEAD + size + GUARD_TAIL + 63) & ~(size_t)63);
+    if (!base)
+        return NULL;
+    char *a = base + GUARD_HEAD;
+    uint64_t *head = (uint64_t *)base;
+    head[0] = (uintptr_t)a ^ GUARD_MAGIC;
+    head[1] = size;
+    head[2] = GUARD_HEAD;
+    memset(a + size, GUARD_PATTERN, GUARD_TAIL);
+    return a;
+}
+
 static void free_made(struct flight *f, size_t upto)
 {
     for (size_t i = 0; i < upto; i++)
         if (f->plan->flags[i] & PLAN_MADE)
-            free((void *)f->words[i]);
+            free((char *)f->words[i] - GUARD_HEAD);
 }
 
 /* Run the region by its plan; 0 if it has none that is good now (Python runs it). */
@@ -347,7 +363,7 @@ static int run_planned(struct pg_task *t, const uint64_t *items, uintptr_t *args
             continue;
         }
         size_t size = items[3 * i + 1];
-        void *a = aligned_alloc(64, (size + 63) & ~(size_t)63);
+        void *a = made_alloc(size);
         if (!a) {                           /* Python says what is wrong */
             free_made(&f, i);
             pthread_mutex_unlock(&gate);

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from pygomp import abi, acc, build
-from pygomp.runtime import accprof, gcc_images
+from pygomp.runtime import accprof, faults, gcc_images
 from pygomp_csrc import build as shim_build
 from pygomp_csrc import contract
 
@@ -56,6 +56,8 @@ def test_python_copies_agree():
             acc.device_not_host) == (contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST,
                                      contract.ACC_DEVICE_HOST_NONSHM,
                                      contract.ACC_DEVICE_NOT_HOST)
+    assert (faults.HEAD, faults.TAIL, faults.MAGIC, faults.PATTERN) == (
+        contract.GUARD_HEAD, contract.GUARD_TAIL, contract.GUARD_MAGIC, contract.GUARD_PATTERN)
 
 
 def test_pygomp_tables():

@@ -20,9 +20,9 @@ The guard.  On the host device (memory of its own), each allocation (`alloc`) ha
 header before it (its address and size, so that C finds the end from the address) and
 `TAIL` bytes of a known pattern after it.  `pygomp_fault_run` compares the guards of the
 kernel's array words once the kernel returns; a damaged one is put back and the call
-raises `OverrunError` naming the kernel and the array (`overrun`).  `free` also takes
-the small items that libpygomp.so's C makes for the regions it runs (aligned_alloc,
-without a header) once Python adopted them into its map.
+raises `OverrunError` naming the kernel and the array (`overrun`).  The small items that
+libpygomp.so's C makes for the regions it runs have the same header and guard
+(csrc/contract.py's GUARD_*), so that Python frees them once it adopted them.
 """
 from __future__ import annotations
 
@@ -302,8 +302,6 @@ def alloc(size: int) -> int:
 
 
 def free(addr: int) -> None:
-    """Free what `alloc` gave, or a small item that libpygomp.so's C made without a
-    header (aligned_alloc, from the heap: the bytes before it are readable) and Python
-    adopted into its map."""
-    head = ffi.cast("uint64_t *", addr - HEAD)
-    hostmem.free(addr - head[2] if head[0] == addr ^ MAGIC else addr)
+    """Free what `alloc` gave (or libpygomp.so's C made the same way and Python adopted
+    into its map)."""
+    hostmem.free(addr - ffi.cast("uint64_t *", addr - HEAD)[2])
