@@ -129,7 +129,8 @@ def _word(t):
 
 
 def _key(args):
-    return tuple([(a.dtype.num, a.ndim) if isinstance(a, (np.ndarray, DeviceArray))
+    return tuple([(a.dtype.num if a.dtype.names is None else a.dtype, a.ndim)
+                  if isinstance(a, (np.ndarray, DeviceArray))
                   else type(a) for a in args])
 
 
