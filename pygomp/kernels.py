@@ -404,6 +404,8 @@ def _python_scalars(names, args):
 
 
 def _short(t):
+    if t.name == "record":              # a structured dtype: its struct's hash
+        return t.c.removeprefix("pyg_")
     return {"float32": "f4", "float64": "f8", "bool": "b"}.get(
         t.name, t.name.replace("uint", "u").replace("int", "i"))
 

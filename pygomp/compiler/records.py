@@ -173,8 +173,10 @@ class Records:
         import copy
         return ast.fix_missing_locations(Fields().visit(copy.deepcopy(node)))
 
-    def field_first(self, n, recs):
-        """``n`` with a field key moved before the indices it follows."""
+    def field_first(self, n, recs, shown=None):
+        """``n`` with a field key moved before the indices it follows (``shown``: the
+        access as written, for messages)."""
+        shown = shown or n
         key = _key(n)
         if key is None:
             return n
@@ -183,12 +185,12 @@ class Records:
                 isinstance(v.value, ast.Attribute) and v.value.attr == "shape"):
             inner = ast.copy_location(ast.Subscript(value=v.value, slice=n.slice,
                                                     ctx=ast.Load()), n)
-            return ast.copy_location(ast.Subscript(value=self.field_first(inner, recs),
+            return ast.copy_location(ast.Subscript(value=self.field_first(inner, recs, shown),
                                                    slice=v.slice, ctx=n.ctx), n)
         if isinstance(v, ast.Name) and v.id in recs:
             rec = recs[v.id]
             if rec.field(key) is None:
-                raise self.error(n, f"{ast.unparse(n)}: the record array {v.id} has no "
+                raise self.error(n, f"{ast.unparse(shown)}: the record array {v.id} has no "
                                     f"field {key!r} (its fields: "
                                     f"{', '.join(m[0] for m in rec.members)})")
             return ast.copy_location(ast.Name(id=field_name(v.id, key), ctx=n.ctx), n)
