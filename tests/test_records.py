@@ -294,3 +294,47 @@ def test_cuda_emulated(emu, gangs, workers, vector):
     p = particles(3000)
     assert np.isclose(tce.run(lib, energy, (p,), gangs, workers, vector),
                       energy.py_func(p), rtol=1e-9)
+
+
+# -- from C: examples/c/particles.c, an array of structs, under the shim ----------------
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "c")
+
+
+@pytest.fixture(scope="module")
+def particles_exe(tmp_path_factory):
+    import subprocess
+    out = tmp_path_factory.mktemp("particles")
+    tables = out / "particles_offload.c"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYGOMP_D", "OMP_"))}
+    done = subprocess.run([sys.executable, "-m", "pygomp", "build",
+                           os.path.join(EXAMPLE, "particles.py"), "-o", str(tables)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    exe = out / "particles"
+    done = subprocess.run(["gcc", "-O1", "-fopenmp", "-foffload=disable", "-Wall",
+                           "-Wno-unused-function", os.path.join(EXAMPLE, "particles.c"),
+                           str(tables), "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return str(exe), env
+
+
+@pytest.mark.parametrize("where", ["host", "opencl"])
+def test_c_program_passes_its_structs(particles_exe, where):
+    """A C program's array of structs goes to a kernel as the record array its dtype
+    describes, in the program's own target data region (present: no copy) and alone."""
+    import subprocess
+    from pygomp import shim
+    from pygomp.runtime import devices
+    if where == "opencl" and not any(d.plugin.name == "opencl" for d in
+                                     devices.all_devices()):
+        pytest.skip("no OpenCL device")
+    exe, env = particles_exe
+    env = dict(env, PYGOMP_DEVICES=where, PYGOMP_INFO="0x18", LD_PRELOAD=shim.path())
+    done = subprocess.run([exe, "3000"], capture_output=True, text=True, env=env,
+                          timeout=180)
+    assert done.returncode == 0 and ": ok (" in done.stdout, done.stdout + done.stderr
+    assert "(56-byte structs)" in done.stdout
+    assert len(re.findall(r"device 0: run 0x[0-9a-f]+ launch", done.stderr)) == 5
+    # push's data region copies p in (1); kinetic maps p to the device (1)
+    assert len(re.findall(r"copy to device", done.stderr)) == 2, done.stderr
