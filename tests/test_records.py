@@ -168,6 +168,19 @@ def test_target_data_keeps_records_on_the_device(device):
     same(p, want)
 
 
+def test_enter_and_exit_data_with_records(offload_device):
+    dev = offload_device
+    p, want = particles(300), particles(300)
+    pygomp.target_enter_data(device=dev, to=[p])
+    try:
+        push.on(dev)(p, 0.1)
+        push.py_func(want, 0.1)
+        assert not np.array_equal(p["x"], want["x"])        # still on the device
+    finally:
+        pygomp.target_exit_data(device=dev, from_=[p])
+    same(p, want)
+
+
 @omp.target(boundscheck=True)
 def far(p, k):
     for i in omp.parallel_range(1):
