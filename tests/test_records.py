@@ -120,7 +120,24 @@ def kicks(p, dt):
         kick(p, i, dt)
 
 
+ODD = np.dtype([("int", np.int32), ("x-y", np.float64), ("pyg_a", np.float32)])
+
+
+@omp.target
+def odd_names(p):                           # fields no C member could be named
+    for i in omp.parallel_range(p.shape[0]):
+        p[i]["x-y"] = p[i]["int"] * 2.0 + p["pyg_a"][i]
+
+
+@omp.target
+def counts(p, k):
+    for i in omp.parallel_range(k.shape[0]):
+        omp.atomic_add(p["x-y"], k[i], 1.0)
+        omp.atomic_max(p["int"], k[i], i)
+
+
 CASES = [
+    (odd_names, lambda: (particles(50, ODD),)),
     (push, lambda: (particles(1000), 0.1)),
     (layouts, lambda: (particles(300, PACKED), np.zeros(300))),
     (layouts, lambda: (particles(300, ALIGNED), np.zeros(300))),
@@ -148,6 +165,15 @@ def test_record_kernels_on_every_device(device, k):
 def test_reduction_over_a_field(device):
     p = particles(2000)
     assert np.isclose(energy.on(device)(p), energy.py_func(p), rtol=1e-9)
+
+
+def test_atomics_on_fields(device):
+    p, k = particles(10, ODD), np.arange(95) % 10
+    want = p.copy()
+    counts.on(device)(p, k)
+    np.add.at(want["x-y"], k, 1.0)
+    np.maximum.at(want["int"], k, np.arange(95))
+    same(p, want)
 
 
 def test_layouts_match_numpy():
