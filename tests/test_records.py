@@ -281,8 +281,32 @@ def field_to_helper(p):
     bump(p["x"])
 
 
+@omp.target
+def not_a_record(x):
+    for i in omp.parallel_range(x.shape[0]):
+        x[i] = x[i]["a"]
+
+
+@omp.target
+def closure(p):
+    def f(i):
+        return p[i]["x"] * 2 + p["id"][i]
+    for i in omp.parallel_range(p.shape[0]):
+        p[i]["y"] = f(i)
+
+
+def test_nested_function_reads_fields(device):
+    p, want = particles(20), particles(20)
+    closure.on(device)(p)
+    closure.py_func(want)
+    same(p, want)
+
+
 def test_refusals():
     p = particles(3)
+    with pytest.raises(CompileError, match=r"x\[i\]\['a'\]: x is a float64 array; a field "
+                                           r"name indexes a record array"):
+        not_a_record(np.zeros(3))
     with pytest.raises(CompileError, match=r"p\[i\]\['z'\]: the record array p has no "
                                            r"field 'z' \(its fields: x, y, m, id, v\)"):
         no_field(p)

@@ -12,6 +12,7 @@ array under the name ``p["x"]`` (which error messages then show as written).
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import math
 
@@ -138,7 +139,8 @@ class Records:
         """``node`` with its field accesses in the form ``p["x"][...]`` (a copy when it
         has any)."""
         recs = self.record_params()
-        if not recs:
+        if not recs and not any(isinstance(n, ast.Subscript) and _key(n) is not None
+                                for n in ast.walk(node)):
             return node
         fe = self
 
@@ -170,7 +172,6 @@ class Records:
                 n.target = _whole(n.target)
                 return n
 
-        import copy
         return ast.fix_missing_locations(Fields().visit(copy.deepcopy(node)))
 
     def field_first(self, n, recs, shown=None):
@@ -194,6 +195,11 @@ class Records:
                                     f"field {key!r} (its fields: "
                                     f"{', '.join(m[0] for m in rec.members)})")
             return ast.copy_location(ast.Name(id=field_name(v.id, key), ctx=n.ctx), n)
+        t = dict(zip((a.arg for a in self.node.args.args), self.argtypes)).get(
+            getattr(v, "id", None))
+        if isinstance(t, T.Array):
+            raise self.error(n, f"{ast.unparse(shown)}: {v.id} is a {t.elem} array; a "
+                                f"field name indexes a record array (a structured dtype)")
         return n
 
     def whole_record(self, node, root):
@@ -209,6 +215,11 @@ class Records:
 def field_name(name, field):
     """The name the front end gives the field array ``name[field]``."""
     return f"{name}[{field!r}]"
+
+
+def base(name):
+    """The record array a field's name (`field_name`) names; any other name itself."""
+    return name.partition("[")[0]
 
 
 def _key(n):
