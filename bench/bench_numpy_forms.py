@@ -1,6 +1,7 @@
 """The second round of numpy forms in kernels (``@``, axis reductions, np.outer, views
-and ``.T``, np.cumsum, the LU row update) against the same loops written out by hand
-in a kernel, and against numpy, side by side.
+and ``.T``, np.cumsum, the LU row update, a particle push over a record array) against
+the same loops written out by hand in a kernel (the push: over separate arrays of the
+fields), and against numpy, side by side.
 
     python bench/bench_numpy_forms.py [--quick] [--repeat N]
     valgrind --tool=callgrind --toggle-collect='*_form__*' --toggle-collect='*_hand__*' \
@@ -10,7 +11,7 @@ On the host device and on a PoCL device when there is one; the data stays on the
 device (target_data).  Times are the best of ``--repeat`` runs, measured in
 alternation; "form/hand" is the form's time over the hand-written loop's (1.0: the
 same), "form/numpy" over numpy's on the host's arrays.  np.cumsum runs on 10**7
-elements (10**5 with --quick).  ``--once`` runs each form and hand-written kernel once
+elements (10**5 with --quick), the push on 10**6 records (10**4).  ``--once`` runs each form and hand-written kernel once
 on the host device, for instruction counts, which a busy machine does not change
 (valgrind cannot run AVX-512 code: build the kernels without it, with ``CC`` a gcc that
 adds ``-mno-avx512f``).
@@ -132,6 +133,62 @@ def cumsum_hand(x, y):          # the same two passes, written out
             y[i] += off
 
 
+PARTICLE = np.dtype([("x", np.float64), ("y", np.float64), ("m", np.float32),
+                     ("id", np.int32), ("v", np.float64, (3,))])
+
+
+@pygomp.target
+def push_form(p, dt):           # a record array (an array of structs)
+    for i in pygomp.parallel_range(p.shape[0]):
+        a = -p[i]["x"] / p[i]["m"]
+        p[i]["v"][0] += dt * a
+        p[i]["x"] += dt * p[i]["v"][0]
+        p[i]["y"] += dt * p[i]["v"][1]
+
+
+@pygomp.target
+def push_hand(x, y, m, v, dt):  # the same over separate arrays of the fields
+    for i in pygomp.parallel_range(x.shape[0]):
+        a = -x[i] / m[i]
+        v[i, 0] += dt * a
+        x[i] += dt * v[i, 0]
+        y[i] += dt * v[i, 1]
+
+
+@pygomp.target
+def push_bytes(d, f, dt):       # the same over the records' own bytes, by offsets
+    for i in pygomp.parallel_range(d.shape[0] // 6):
+        a = -d[i * 6] / f[i * 12 + 4]           # x at byte 0, m at byte 16
+        d[i * 6 + 3] += dt * a                  # v[0] at byte 24
+        d[i * 6] += dt * d[i * 6 + 3]
+        d[i * 6 + 1] += dt * d[i * 6 + 4]
+
+
+def push_numpy(p, dt):
+    v = p["v"]
+    v[:, 0] += dt * (-p["x"] / p["m"])
+    p["x"] += dt * v[:, 0]
+    p["y"] += dt * v[:, 1]
+
+
+def record_rows(device, n, repeat):
+    """The particle push over ``n`` records against the same over separate arrays of
+    the fields, then over the records' bytes (float64 and float32 views of them)."""
+    rng = np.random.default_rng(1)
+    p = np.zeros(n, PARTICLE)
+    p["x"], p["y"], p["v"] = rng.random(n), rng.random(n), rng.random((n, 3))
+    p["m"], p["id"] = 1 + rng.random(n), np.arange(n)
+    fields = [np.ascontiguousarray(p[f]) for f in ("x", "y", "m", "v")]
+    d, f4 = p.view(np.float64), p.view(np.float32)         # 1-d views of the bytes
+    f, h, b = push_form.on(device), push_hand.on(device), push_bytes.on(device)
+    with pygomp.target_data(device, tofrom=[p, *fields]):
+        t = duel({"form": lambda: f(p, 1e-6), "hand": lambda: h(*fields, 1e-6),
+                  "bytes": lambda: b(d, f4, 1e-6), "numpy": lambda: push_numpy(p, 1e-6)},
+                 repeat)
+    yield "records/fields", t["form"], t["hand"], t["numpy"]
+    yield "records/bytes", t["form"], t["bytes"], t["numpy"]
+
+
 def cases(n_mat, n_lu, n_scan):
     """(name, form, hand, numpy's, arguments) of each case."""
     rng = np.random.default_rng(0)
@@ -181,8 +238,10 @@ def main(argv=None):
     if a.once:
         return once()
     sizes = (128, 64, 10**5) if a.quick else (2000, 300, 10**7)
+    n_rec = 10**4 if a.quick else 10**6
     form_table((label, *row) for number, label in _devices()
-               for row in rows(number, *sizes, a.repeat))
+               for row in [*rows(number, *sizes, a.repeat),
+                           *record_rows(number, n_rec, a.repeat)])
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ class EntryPoint:
         for (is_array, how, _), (cname, t), pname in zip(spec.steps, spec.params,
                                                          kernel.param_names):
             if is_array:
-                ctype = C_TYPES[t.elem.name]
+                ctype = t.elem.c if isinstance(t.elem, T.Record) else C_TYPES[t.elem.name]
                 const = "const " if not how & kinds.FLAG_FROM else ""
                 self.params.append(f"{const}{ctype} *{pname}")
                 dims = [f"{pname}_n{k}" for k in range(t.ndim)]

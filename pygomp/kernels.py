@@ -129,7 +129,8 @@ def _word(t):
 
 
 def _key(args):
-    return tuple([(a.dtype.num, a.ndim) if isinstance(a, (np.ndarray, DeviceArray))
+    return tuple([(a.dtype.num if a.dtype.names is None else a.dtype, a.ndim)
+                  if isinstance(a, (np.ndarray, DeviceArray))
                   else type(a) for a in args])
 
 
@@ -407,6 +408,8 @@ def _python_scalars(names, args):
 
 
 def _short(t):
+    if t.name == "record":              # a structured dtype: its struct's hash
+        return t.c.removeprefix("pyg_")
     return {"float32": "f4", "float64": "f8", "bool": "b"}.get(
         t.name, t.name.replace("uint", "u").replace("int", "i"))
 

@@ -30,6 +30,7 @@ def table():
 
 
 ROWS = table()
+RECORD = np.dtype([("a", np.float64), ("b", np.int32), ("v", np.float64, (2,))])
 KERNEL = """import cmath
 import math
 
@@ -38,7 +39,7 @@ import pygomp as omp
 
 
 @omp.target
-def k(x, y, A, B, M, z, w, xi, out):
+def k(x, y, A, B, M, z, w, xi, out, r):
 {body}
 """
 
@@ -47,8 +48,10 @@ def inputs():
     rng = np.random.default_rng(5)
     v = lambda: 0.5 + rng.random(8)                                      # noqa: E731
     c = lambda: (rng.random(8) - 0.5) + 1j * (rng.random(8) - 0.5)      # noqa: E731
+    r = np.zeros(8, RECORD)
+    r["a"], r["b"], r["v"] = v(), rng.integers(-50, 50, 8), rng.random((8, 2))
     return [v(), v(), rng.random((8, 8)), rng.random((8, 8)), np.zeros((8, 8)), c(), c(),
-            rng.integers(-50, 50, 8), np.zeros(8)]
+            rng.integers(-50, 50, 8), np.zeros(8), r]
 
 
 def kernel(example, path):
@@ -72,8 +75,10 @@ def test_each_entry_means_its_py_func(device, row, tmp_path):
     with np.errstate(all="ignore"):
         k.py_func(*want)
     k.on(device)(*args)
-    for name, a, b in zip("x y A B M z w xi out".split(), args, want):
-        np.testing.assert_allclose(a, b, rtol=1e-9, err_msg=f"{ROWS[row][1]}: {name}")
+    for name, a, b in zip("x y A B M z w xi out r".split(), args, want):
+        for f in a.dtype.names or (None,):          # a record array: field by field
+            np.testing.assert_allclose(a if f is None else a[f], b if f is None else b[f],
+                                       rtol=1e-9, err_msg=f"{ROWS[row][1]}: {name} {f}")
 
 
 def spelled(f):

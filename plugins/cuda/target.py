@@ -69,7 +69,7 @@ class CudaDialect(WorkGroupDialect):
         return _PREAMBLE
 
     def type_name(self, t):
-        return _TYPES[t.name]
+        return t.c if isinstance(t, T.Record) else _TYPES[t.name]
 
     def complex_make(self, t, re, im):
         return f"{_TYPES[t.name]}{{{re}, {im}}}"

@@ -78,7 +78,9 @@ def _uses_float64(fn) -> bool:
     fns = [fn] + list(fn.helpers)
     for f in fns:
         for _, t in list(f.params) + list(f.decls) + [(None, f.ret)]:
-            if getattr(t, "elem", t) in _DOUBLES:
+            e = getattr(t, "elem", t)
+            if e in _DOUBLES or isinstance(e, T.Record) and any(
+                    m[2] in _DOUBLES for m in e.members):
                 return True
         for n in ir.walk(f.body):
             if getattr(getattr(n, "type", None), "elem", getattr(n, "type", None)) in _DOUBLES:
@@ -118,6 +120,8 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
         return _PREAMBLE
 
     def type_name(self, t):
+        if isinstance(t, T.Record):
+            return t.c
         return C_TYPES[t.name] if isinstance(t, T.Scalar) else "void"
 
     def pointer(self, t):

@@ -3,7 +3,8 @@ the command lines (``--signature``) use.
 
 A scalar annotation is a type (``float``, ``int``, ``bool``, ``np.float32``, a dtype or
 its name ``"float32"``); it fixes the parameter's type (a value passed is converted).
-An array annotation is ``"float32[:]"``, ``"float64[:, :]"`` (dtype and rank),
+An array annotation is ``"float32[:]"``, ``"float64[:, :]"`` (dtype and rank; a record
+array's: ``"particle[:]"``, the name of a structured dtype the module defines),
 ``np.ndarray`` (any), ``npt.NDArray[np.float32]`` (a dtype, any rank) or
 ``np.ndarray[tuple[int, int], np.dtype[np.float32]]`` (both); an array argument that
 differs is a TypeError at the call.  Any other annotation is refused, never ignored.
@@ -38,16 +39,22 @@ class ArrayAnn(Frozen):
             and self.ndim in (None, t.ndim)
 
 
-def parse_text(text: str):
-    """A Scalar or ArrayAnn from a type's text (``float32``, ``float64[:, :]``); TypeError
-    if it is not one."""
+def parse_text(text: str, env=None):
+    """A Scalar or ArrayAnn from a type's text (``float32``, ``float64[:, :]``, or
+    ``particle[:]`` with ``particle`` a structured dtype of ``env``: a record array);
+    TypeError if it is not one."""
     s = text.strip()
     if s.endswith("]") and "[" in s:
         name, dims = s[:-1].split("[", 1)
         if dims.replace(":", "").replace(",", "").strip() or not dims.strip():
             raise TypeError(f"bad array type {text!r}: write the dtype then one : per "
                             f"dimension, e.g. float32[:] or float64[:, :]")
-        return ArrayAnn(T.scalar(name.strip()), dims.count(":"), s)
+        name = name.strip()
+        dtype = (env or {}).get(name)
+        if isinstance(dtype, np.dtype) and dtype.names is not None:
+            from .records import record
+            return ArrayAnn(record(dtype), dims.count(":"), s)
+        return ArrayAnn(T.scalar(name), dims.count(":"), s)
     return T.scalar(s)
 
 
@@ -57,7 +64,7 @@ def parse(ann, env=None):
     TypeError naming the forms understood otherwise."""
     if isinstance(ann, str):
         try:
-            return parse_text(ann)
+            return parse_text(ann, env)
         except TypeError:
             if "[" in ann and ":" in ann.partition("[")[2]:
                 raise

@@ -113,6 +113,8 @@ class Arrays:
         if isinstance(node, ast.Name):
             a = self.arrays[node.id]
             root, prefix = (a.array, a.prefix) if isinstance(a, ir.View) else (a, [])
+            if isinstance(root.type.elem, T.Record):
+                raise self.whole_record(node, root)             # records.py
             fixed = dict(enumerate(copy.deepcopy(prefix)))
             axes = []
             for ax in range(len(prefix), root.type.ndim):
@@ -258,7 +260,8 @@ class Arrays:
                                         f"first, a kernel does not; write into another "
                                         f"array")
             elif sl.root.name == tslab.root.name and \
-                    not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
+                    getattr(sl.root, "member", None) == getattr(tslab.root, "member", None) \
+                    and not self.disjoint(_at(sl, probe), tslab.element(probe), probe):
                 raise self.error(s, f"{ast.unparse(n)} overlaps {ast.unparse(target)}, "
                                     f"which this statement writes: numpy copies the right "
                                     f"side first, a kernel does not (it needs an index "

@@ -21,8 +21,10 @@ extent: the record gets the index as the source wrote it.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 
+from . import ir, records
 from . import types as T
 
 RECORD = "__bc"         # the record's parameter name (a C name no Python name becomes)
@@ -59,6 +61,8 @@ def site(em) -> int:
 
 def _extent(arr, k) -> str:
     t = arr.type
+    if isinstance(arr, ir.FieldRef) and k >= arr.nrec:       # a field's sub-array axis
+        return str(arr.sub[k - arr.nrec])
     return str(t.shape[k]) if t.shape else f"{arr.name}__s{k}"
 
 
@@ -78,15 +82,19 @@ def load(em, e) -> str:
     placed = em.placed.get(id(e))
     if placed is not None:
         return placed
-    ptr = em.d.pointer(e.array.type)
-    name = em.readers.get(ptr)
+    ptr = em.d.pointer(records.record_type(e.array))
+    a = e.array
+    key = (ptr, a.member, a.sub) if isinstance(a, ir.FieldRef) else ptr
+    name = em.readers.get(key)
     if name is None:
         name = f"pyg_rd{len(em.readers)}"
-        em.readers[ptr] = name
+        em.readers[key] = name
         elem = e.array.type.elem
+        at = copy.copy(a)
+        at.name = "a"
         em.reader_defs.append(f"{em.d.inline} {em.type(elem)} {name}(const {ptr}a, "
-                              f"{em.type(T.INT64)} k) {{ return k >= 0 ? a[k] : "
-                              f"{em.d.const(0, elem)}; }}")
+                              f"{em.type(T.INT64)} k) {{ return k >= 0 ? "
+                              f"{records.place(at, 'k')} : {em.d.const(0, elem)}; }}")
     text = f"{name}({e.array.name}, {flat(em, e.array, e.indices, e.fixed)})"
     return em.loads.get(text, text)
 
@@ -101,7 +109,7 @@ def guarded(em, target):
         em.line(f"const {em.type(T.INT64)} {k} = "
                 f"{flat(em, target.array, target.indices, target.fixed)};")
         em.line(f"if ({k} >= 0) {{")
-        em.placed[id(target)] = f"{target.array.name}[{k}]"
+        em.placed[id(target)] = records.place(target.array, k)
         try:
             with em.indent():
                 yield

@@ -205,6 +205,10 @@ class Calls:
                 weak.append(False)
                 continue
             a = self.expr(n)
+            if isinstance(getattr(a, "array", a), ir.FieldRef):
+                raise self.error(n, f"{ast.unparse(n)} is a field of a record array: "
+                                    f"passing a field to a helper is not supported yet "
+                                    f"(pass the record array)")
             args.append(a)
             types_.append(a.type)
             weak.append(a.weak)                 # a Python scalar stays one in the helper

@@ -18,7 +18,7 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
-from . import boundscheck, complexes, hoist, ir
+from . import boundscheck, complexes, hoist, ir, records
 from . import types as T
 from .argwords import arg_words, elem_words, written
 from .dialect import Dialect
@@ -93,6 +93,8 @@ class Emitter:
         if pre:
             self.out.append(pre.rstrip("\n"))
             self.out.append("")
+        if records.used(fn):
+            self.out.append(records.typedefs(self.d, fn))
         if complexes.uses(fn):
             self.out.append(complexes.helpers(self.d))
         if self.check:
@@ -292,8 +294,8 @@ class Emitter:
         out = []
         for n, a in enumerate(arrays):
             for b in arrays[n + 1:] + others:
-                ea = f"(size_t)({a.name} + {self.count(a.name, a.type)})"
-                eb = f"(size_t)({b.name} + {self.count(b.name, b.type)})"
+                ea = f"(size_t)({a.name} + {self.count(a.name, records.record_type(a))})"
+                eb = f"(size_t)({b.name} + {self.count(b.name, records.record_type(b))})"
                 out.append(f"({ea} <= (size_t){b.name} || {eb} <= (size_t){a.name})")
         return " && ".join(out) or "1"
 
@@ -529,15 +531,22 @@ class Emitter:
             return boundscheck.load(self, e)
         a = e.array
         t = a.type
-        flat = None
+        n = a.nrec if isinstance(a, ir.FieldRef) else t.ndim
+        flat = sub = None
         for k, i in enumerate(e.indices):
             x = self.expr(i)
-            if flat is None:
+            if k == n:                  # a field's sub-array axes (records.py)
+                sub = x
+            elif k > n:
+                sub = f"({sub}) * {a.sub[k - n]} + {x}"
+            elif flat is None:
                 flat = x
             else:
                 ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}"
                 flat = f"({flat}) * {ext} + {x}"
         text = f"{a.name}[{flat}]"
+        if isinstance(a, ir.FieldRef):
+            text += f".{a.member}" + (f"[{sub}]" if a.sub else "")
         return self.loads.get(text, text)
 
     def e_BinOp(self, e):

@@ -162,6 +162,8 @@ class Expressions:
         root, p = (arr.array, len(arr.prefix)) if isinstance(arr, ir.View) else (arr, 0)
         if root.type.shape:
             return _i(root.type.shape[k + p])
+        if isinstance(root, ir.FieldRef) and k + p >= root.nrec:    # a sub-array's
+            return _i(root.sub[k + p - root.nrec])
         return ir.Shape(copy.deepcopy(root), k + p, type=T.INT64)
 
     def array_of(self, node):
@@ -232,6 +234,8 @@ class Expressions:
         out = list(prefix)
         for i in idx_nodes:
             out.append(self.index(i, self.shape(root, len(out))))
+        if isinstance(t.elem, T.Record):
+            raise self.whole_record(node, root)                 # records.py
         if len(out) == t.ndim:
             return ir.Index(root, out, type=t.elem, fixed=len(prefix))
         rest = T.Array(t.elem, t.ndim - len(out), t.space, t.shape[len(out):])

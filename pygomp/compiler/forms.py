@@ -15,7 +15,7 @@ import ast
 import builtins
 import copy
 
-from . import ir, lang, precheck, scoping
+from . import ir, lang, precheck, records, scoping
 from . import types as T
 from .expressions import _i
 
@@ -257,7 +257,7 @@ class Nested:
             own = {p.arg for p in a.args} | set(scoping.assignments(s.body))
             outer = (self.params | set(self.counts)) - {
                 n for n, v in self.env.items() if isinstance(v, Local)}
-            free = sorted({n.id for n in ast.walk(s) if isinstance(n, ast.Name)
+            free = sorted({records.base(n.id) for n in ast.walk(s) if isinstance(n, ast.Name)
                            and isinstance(n.ctx, ast.Load)} & outer - own)
             node = copy.copy(s)
             node.args = copy.copy(a)

@@ -54,6 +54,7 @@ from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
+from .records import Records
 from .scans import Scans
 from .statements import Statements
 from .views import Strided, Views
@@ -125,10 +126,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls, Computed, Views, Scans):
+               NumpyCalls, Computed, Views, Scans, Records):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py, computed.py, views.py, scans.py)."""
+    npcalls.py, computed.py, views.py, scans.py; record arrays: records.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -170,6 +171,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         if len(args.args) != len(self.argtypes):
             raise self.error(self.node, f"{self.name} takes {len(args.args)} arguments, "
                                         f"{len(self.argtypes)} given")
+        self.node = self.normalize(self.node)       # record fields (records.py)
         for _ in range(10):
             self.changed = False
             fn = self._build_once()
@@ -206,6 +208,8 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
             first.append((c, t))
             if isinstance(t, T.Array):
                 self.arrays[a.arg] = ir.ArrayRef(c, type=t)
+                if isinstance(t.elem, T.Record):
+                    self.bind_fields(a.arg, self.arrays[a.arg])
             else:
                 self.scopes[0].names[a.arg] = c
                 self.vtypes[a.arg] = t

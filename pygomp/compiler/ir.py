@@ -36,6 +36,17 @@ class ArrayRef(Expr):
 
 
 @dataclass
+class FieldRef(ArrayRef):
+    """A field of the record array ``name`` (records.py), used as an array of its own:
+    the struct member ``member``, a sub-array of shape ``sub`` (() for a scalar); its
+    first ``nrec`` axes are the record array's (of type ``rtype``)."""
+    member: str
+    sub: tuple
+    nrec: int
+    rtype: object
+
+
+@dataclass
 class Index(Expr):
     """An element; ``fixed``: how many of the indices are a named view's (``row = A[i]``),
     so that a checked access names the view's own axis (left out of dump and ==)."""

@@ -70,6 +70,25 @@ class Array(Frozen):
         return f"array({self.elem}, {self.ndim}d{sp})"
 
 
+class Record(Frozen):
+    """The element of a record array (a structured dtype): ``c`` its C struct's name,
+    ``members`` one (field name, C member name, Scalar, sub-array shape, byte offset)
+    per field, ``size`` numpy's itemsize, ``packed`` whether C's own layout of the
+    members (with explicit padding) differs from numpy's (records.py builds it)."""
+    __slots__ = _fields = ("c", "members", "size", "packed")
+    name = "record"
+    is_float = is_complex = is_int = is_signed = is_bool = False
+
+    def field(self, name):
+        """The member of the field ``name``, None if there is none."""
+        return next((m for m in self.members if m[0] == name), None)
+
+    def __str__(self):
+        inner = ", ".join(f"{f}: {t}{list(sub) if sub else ''} @{off}"
+                          for f, _, t, sub, off in self.members)
+        return f"record({inner}; {self.size} bytes)"
+
+
 class Void(Frozen):
     __slots__ = _fields = ("name",)
     _defaults = {"name": "void"}
@@ -122,9 +141,15 @@ def scalar(x) -> Scalar:
 def of_value(v):
     """The kernel type of a Python argument value (for specialization)."""
     if isinstance(v, np.ndarray):
+        if v.dtype.names is not None:
+            from .records import record
+            return Array(record(v.dtype), v.ndim)
         return Array(scalar(v.dtype), v.ndim)
     if isinstance(v, (bool, np.bool_)):
         return BOOL
+    if isinstance(v, np.void):
+        raise TypeError("a record (np.void) is not a kernel argument: pass the record "
+                        "array and an index")
     if isinstance(v, np.generic):
         return scalar(v.dtype)
     if isinstance(v, int):
