@@ -52,6 +52,7 @@ from .calls import MATH, Calls
 from .computed import Computed
 from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
+from .inscan import Inscan
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
 from .scans import Scans
@@ -125,10 +126,10 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls, Computed, Views, Scans):
+               NumpyCalls, Computed, Views, Scans, Inscan):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py, computed.py, views.py, scans.py)."""
+    npcalls.py, computed.py, views.py, scans.py; scan directives: inscan.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -220,6 +221,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.defs = {}              # C name -> the value of a variable assigned once there
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies
+        self.scratch = {}           # C name -> type of an array in the global scratch
         self.pre = []               # statements to go before the current one (arrays.py)
         self.elems = {}             # id of an array operand -> its element (arrays.py)
         self.inner, self.inner_decls = [], []   # what computes them (computed.py)
@@ -233,6 +235,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         fn.rets = self.rets
         fn.decl_lines = self.decl_lines
         fn.sizes = self.sizes
+        fn.scratch = self.scratch
         fn.written = ir.stores(fn)
         return fn
 
