@@ -74,6 +74,9 @@ class Inscan:
             if op not in SCAN_OPS:
                 raise self.error(s, f"inscan reduction {op}:{name}: a scan takes the "
                                     f"operators {' '.join(SCAN_OPS)}")
+            if name in self.arrays:
+                raise self.error(s, f"inscan reduction on {name!r}, an array: a scan "
+                                    f"reduces scalars")
             ops[name] = op
         body = s.body
         top = [k for k, st in enumerate(body) if self.scan_call(st)]
@@ -145,9 +148,6 @@ class Inscan:
 
     def scan_var(self, s, op, name, scope, scan):
         """The loop's private copy of an inscan variable."""
-        if name in self.arrays:
-            raise self.error(s, f"inscan reduction on {name!r}, an array: a scan reduces "
-                                f"scalars")
         found = self.resolve(name)
         if found is None:
             raise self.error(s, f"reduction variable {name!r} must be defined before "
@@ -191,12 +191,12 @@ class Inscan:
         chunk = self.temp(s, "isc", i64, _max(_div(_add(n, BLOCKS - 1), _i(BLOCKS)), 1))
         blocks = self.temp(s, "isb", i64, _div(_add(n, chunk, -1), chunk))
         tag = f"__inscan{s.lineno}_{s.col_offset}"
-        b, k, e = (ir.Var(f"{tag}_{x}", type=i64) for x in "bke")
+        b, k, e = (ir.Var(f"{tag}_{x}", type=i64) for x in ("blk", "k", "e"))
         fscope = self.scopes[-1]
         fscope.decls.append((e.name, i64))
         tots = []
-        for op, var, local, t in scan.vars:
-            name = f"{tag}_{var}"
+        for r, (op, var, local, t) in enumerate(scan.vars):
+            name = f"{tag}_tot{r}"
             at = T.Array(t, 1, "global", (BLOCKS,))
             fscope.decls.append((name, at))
             self.scratch[name] = at
