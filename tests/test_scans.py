@@ -79,12 +79,27 @@ def bits_ex(x, ya, yb, yc):
     return a, b, c
 
 
+@omp.target
+def rounds(x, y, m):
+    t = 0.0
+    for r in range(m):                      # a loop of launches on work-group targets
+        s = 1.0 * r
+        for i in omp.parallel_range(x.shape[0], reduction="inscan,+:s"):
+            y[i] = s
+            omp.exclusive(s)
+            s += x[i] * 2.0
+        t += s
+    return t
+
+
 FLOATS, INTS = (np.float32, np.float64), (np.int32, np.int64)
 LENGTHS = (0, 1, 7, 1025, 100_003)
 
 
 def inputs(kernel, dtype, n, seed=0):
     rng = np.random.default_rng(seed + n)
+    if kernel is rounds:
+        return rng.random(n), np.zeros(n), 3
     if kernel in (bits_in, bits_ex):
         x = rng.integers(-2**20, 2**20, n).astype(dtype)
         return (x,) + tuple(np.zeros(n, dtype) for _ in range(3))
@@ -98,13 +113,15 @@ def inputs(kernel, dtype, n, seed=0):
 
 
 def check(kernel, args, run):
-    want = [a.copy() for a in args]
+    want = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     with np.errstate(over="ignore"):
         expect = kernel.py_func(*want)
     got = run(kernel, args)
     exact = args[0].dtype.kind == "i"
     rtol = 1e-3 if args[0].dtype == np.float32 else 1e-9
-    for a, w in zip(args + (got,), want + [expect]):
+    arrays = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+    for a, w in zip([args[k] for k in arrays] + [got],
+                    [want[k] for k in arrays] + [expect]):
         a, w = np.asarray(a), np.asarray(w, dtype=np.asarray(a).dtype)
         if exact:
             assert np.array_equal(a, w), (kernel.py_func.__name__, a, w)
@@ -127,8 +144,13 @@ def test_bitwise_scans(device, kernel, dtype):
         check(kernel, inputs(kernel, dtype, n), lambda k, a: k.on(device)(*a))
 
 
+def test_scans_in_a_loop(device):
+    for n in (0, 5000):
+        check(rounds, inputs(rounds, np.float64, n), lambda k, a: k.on(device)(*a))
+
+
 CUDA_CASES = [(scan_in, np.float64), (scan_ex, np.int32), (bits_in, np.int64),
-              (bits_ex, np.int32)]
+              (bits_ex, np.int32), (rounds, np.float64)]
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +287,14 @@ def k_continue(x, y):
         y[i] = s
 
 
+def k_twice(x, y):
+    s = 0.0
+    for i in omp.parallel_range(x.shape[0], reduction="inscan,+:s;max:s"):  # MARK
+        s += x[i]
+        omp.inclusive(s)
+        y[i] = s
+
+
 V = (np.zeros(4), np.zeros(4))
 REFUSED = [
     (k_no_directive, V, "a loop with an inscan reduction takes one scan directive, "
@@ -297,6 +327,7 @@ REFUSED = [
                                       "'x', which the scan phase (before it) writes"),
     (k_array, V, "inscan reduction on 'y', an array: a scan reduces scalars"),
     (k_continue, V, "continue in a loop with a scan directive is not supported"),
+    (k_twice, V, "inscan reduction: 's' is listed twice"),
 ]
 
 

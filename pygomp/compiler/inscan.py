@@ -77,6 +77,8 @@ class Inscan:
             if name in self.arrays:
                 raise self.error(s, f"inscan reduction on {name!r}, an array: a scan "
                                     f"reduces scalars")
+            if name in ops:
+                raise self.error(s, f"inscan reduction: {name!r} is listed twice")
             ops[name] = op
         body = s.body
         top = [k for k, st in enumerate(body) if self.scan_call(st)]
