@@ -11,6 +11,7 @@ before the loop, and ``s`` holds the whole reduction after it.
 
 The loop becomes a two-pass parallel scan, as ``np.cumsum`` (`scans.py`): a parallel
 loop over ``BLOCKS`` chunks runs each chunk's input phases from the operator's identity
+(a vector loop with a reduction, where the loop has the vector level and another one)
 and keeps the chunk's total in an array of the kernel in the device's global scratch
 (``Function.scratch``); a sequential loop turns the totals into the prefix before
 each chunk, starting from ``s``; a second parallel loop runs each chunk's iterations
@@ -223,11 +224,18 @@ class Inscan:
             p.has_sync = loop.has_sync
             return p
         inputs, _ = scan.phases
-        first = par([ir.Assign(ir.Var(lc, type=t), ir.Const(_identity(op, t), type=t),
-                               line=line) for op, _, lc, t in scan.vars]
-                    + [chunked(inputs)]
-                    + [ir.Assign(tot(r, b), ir.Var(lc, type=t), line=line)
-                       for r, (_, _, lc, t) in enumerate(scan.vars)])
+        start = [ir.Assign(ir.Var(lc, type=t), ir.Const(_identity(op, t), type=t),
+                           line=line) for op, _, lc, t in scan.vars]
+        end = [ir.Assign(tot(r, b), ir.Var(lc, type=t), line=line)
+               for r, (_, _, lc, t) in enumerate(scan.vars)]
+        outer = tuple(lv for lv in loop.levels if lv != "vector")
+        if outer and "vector" in loop.levels:   # a chunk's total: a vector reduction
+            first = ir.ParLoop(outer, [ir.Dim(b.name, _i(0), blocks, _i(1))],
+                               start + [self.scan_totals(scan, loop, inputs, b, k, chunk,
+                                                         n, line)] + end, line=line)
+            first.decls = [(lc, t) for _, _, lc, t in scan.vars]
+        else:
+            first = par(start + [chunked(inputs)] + end)
         middle = []
         for r, (op, var, _, t) in enumerate(scan.vars):
             v, x = ir.Var(var, type=t), ir.Var(f"{tag}_t{r}", type=t)
@@ -240,6 +248,29 @@ class Inscan:
                       for r, (_, _, lc, t) in enumerate(scan.vars)]
                      + [chunked(scan.first + scan.second)])
         return [first, ends, second]
+
+    def scan_totals(self, scan, loop, inputs, b, k, chunk, n, line):
+        """The vector loop over chunk ``b`` that reduces its input phases into the
+        scan variables' copies (each lane's own copy of them, then combined)."""
+        i64 = T.INT64
+        dim = loop.dims[0]
+        names, reds = {}, []
+        for op, _, lc, t in scan.vars:
+            self.rid += 1
+            names[lc] = local_name(lc, self.rid, "vector")
+            reds.append(ir.Reduction(op, lc, names[lc], t, self.rid))
+        body = copy.deepcopy(inputs)
+        for node in ir.walk(body):
+            if isinstance(node, ir.Var) and node.name in names:
+                node.name = names[node.name]
+        lo = ir.BinOp("*", b, chunk, type=i64)
+        first = ir.Assign(ir.Var(dim.var, type=i64), ir.BinOp(
+            "+", dim.start, ir.BinOp("*", k, dim.step, type=i64), type=i64), line=line)
+        inner = ir.ParLoop(("vector",), [ir.Dim(k.name, lo, ir.Call(
+            "min", [_add(lo, chunk), n], type=i64), _i(1))], [first] + body,
+            reductions=reds, line=line)
+        inner.decls = [d for d in loop.decls if d[0] not in names] + [(dim.var, i64)]
+        return inner
 
     def scan_directive(self, s):
         """A scan directive the loop did not take: misplaced."""
