@@ -311,7 +311,7 @@ REFUSED = [
     (k_collapse, (np.zeros((2, 2)), np.zeros(2)),
      "collapse= cannot be combined with an inscan reduction"),
     (k_in_gang, (np.zeros((2, 2)), np.zeros(2)),
-     "a omp.vector loop with an inscan reduction must stand at the kernel's top level"),
+     "omp.vector(...) with an inscan reduction must stand at the kernel's top level"),
     (k_operator, (np.zeros(4), np.zeros(4, bool)),
      "inscan reduction and:s: a scan takes the operators + * max min & | ^"),
     (k_reads_in_input, V, "in the input phase of a scan (the statements before "

@@ -66,7 +66,7 @@ class Inscan:
             return None
         what = ast.unparse(s.iter.func)
         if self.levels:
-            raise self.error(s, f"a {what} loop with an inscan reduction must stand at the "
+            raise self.error(s, f"{what}(...) with an inscan reduction must stand at the "
                                 f"kernel's top level, not inside another parallel loop")
         if kw.get("collapse", 1) != 1:
             raise self.error(s, "collapse= cannot be combined with an inscan reduction")
