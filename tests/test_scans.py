@@ -130,8 +130,9 @@ def check(kernel, args, run):
                                        err_msg=kernel.py_func.__name__)
 
 
-@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda t: np.dtype(t).name)
-@pytest.mark.parametrize("kernel", [scan_in, scan_ex], ids=lambda k: k.py_func.__name__)
+@pytest.mark.parametrize("kernel, dtype", [(scan_in, t) for t in FLOATS + INTS]
+                         + [(scan_ex, np.float32), (scan_ex, np.int64)],
+                         ids=lambda c: getattr(c, "__name__", None) or np.dtype(c).name)
 def test_scans_mean_their_py_func(device, kernel, dtype):
     for n in LENGTHS:
         check(kernel, inputs(kernel, dtype, n), lambda k, a: k.on(device)(*a))
