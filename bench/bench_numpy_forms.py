@@ -1,17 +1,20 @@
 """The second round of numpy forms in kernels (``@``, axis reductions, np.outer, views
-and ``.T``, np.cumsum, the LU row update, a particle push over a record array) against
-the same loops written out by hand in a kernel (the push: over separate arrays of the
-fields), and against numpy, side by side.
+and ``.T``, np.cumsum, the scan directive, the LU row update, a particle push over a
+record array) against the same loops written out by hand in a kernel (the push: over
+separate arrays of the fields), and against numpy, side by side.
 
-    python bench/bench_numpy_forms.py [--quick] [--repeat N]
+    python bench/bench_numpy_forms.py [--quick] [--repeat N] [--only TEXT]
     valgrind --tool=callgrind --toggle-collect='*_form__*' --toggle-collect='*_hand__*' \
         python bench/bench_numpy_forms.py --once     # then callgrind_annotate --inclusive=yes
 
 On the host device and on a PoCL device when there is one; the data stays on the
 device (target_data).  Times are the best of ``--repeat`` runs, measured in
 alternation; "form/hand" is the form's time over the hand-written loop's (1.0: the
-same), "form/numpy" over numpy's on the host's arrays.  np.cumsum runs on 10**7
-elements (10**5 with --quick), the push on 10**6 records (10**4).  ``--once`` runs each form and hand-written kernel once
+same), "form/numpy" over numpy's on the host's arrays.  np.cumsum and the scan
+directive (a loop with ``reduction="inscan,+:s"``, against the same hand-written two
+passes and np.cumsum) run on 10**7 elements (10**5 with --quick), the push on 10**6
+records (10**4).  ``--only``: the cases whose name holds TEXT.  ``--once`` runs each
+form and hand-written kernel once
 on the host device, for instruction counts, which a busy machine does not change
 (valgrind cannot run AVX-512 code: build the kernels without it, with ``CC`` a gcc that
 adds ``-mno-avx512f``).
@@ -133,6 +136,15 @@ def cumsum_hand(x, y):          # the same two passes, written out
             y[i] += off
 
 
+@pygomp.target
+def scan_form(x, y):            # OpenMP's scan directive
+    s = 0.0
+    for i in pygomp.parallel_range(x.shape[0], reduction="inscan,+:s"):
+        s += x[i]
+        pygomp.inclusive(s)
+        y[i] = s
+
+
 PARTICLE = np.dtype([("x", np.float64), ("y", np.float64), ("m", np.float32),
                      ("id", np.int32), ("v", np.float64, (3,))])
 
@@ -201,13 +213,16 @@ def cases(n_mat, n_lu, n_scan):
               (A, y)),
              ("np.outer(x, y)", outer_form, outer_hand, lambda: np.outer(x, x), (x, x, C)),
              ("t = A.T", transpose_form, transpose_hand, lambda: A.T * 2.0, (A, C)),
-             ("np.cumsum", cumsum_form, cumsum_hand, lambda: np.cumsum(s), (s, t))]
+             ("np.cumsum", cumsum_form, cumsum_hand, lambda: np.cumsum(s), (s, t)),
+             ("scan directive", scan_form, cumsum_hand, lambda: np.cumsum(s), (s, t))]
     return cases + [("LU rows in place", lu_form, lu_hand, lambda: lu_numpy(L.copy()),
                      (L,))]
 
 
-def rows(device, n_mat, n_lu, n_scan, repeat):
+def rows(device, n_mat, n_lu, n_scan, repeat, only=""):
     for name, form, hand, numpy_f, args in cases(n_mat, n_lu, n_scan):
+        if only not in name:
+            continue
         f, h = form.on(device), hand.on(device)
         if form is lu_form:             # in place: the same input each run
             t = duel({"form": lambda: f(args[0].copy()), "hand": lambda: h(args[0].copy()),
@@ -234,14 +249,16 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small sizes")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--once", action="store_true", help="each kernel once, on the host")
+    ap.add_argument("--only", default="", help="the cases whose name holds this text")
     a = ap.parse_args(argv)
     if a.once:
         return once()
     sizes = (128, 64, 10**5) if a.quick else (2000, 300, 10**7)
     n_rec = 10**4 if a.quick else 10**6
     form_table((label, *row) for number, label in _devices()
-               for row in [*rows(number, *sizes, a.repeat),
-                           *record_rows(number, n_rec, a.repeat)])
+               for row in [*rows(number, *sizes, a.repeat, a.only),
+                           *(record_rows(number, n_rec, a.repeat)
+                             if not a.only or "records" in a.only else ())])
 
 
 if __name__ == "__main__":

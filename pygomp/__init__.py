@@ -16,7 +16,8 @@ from .runtime.plugin import PluginError  # noqa: F401
 
 _KERNEL_NAMES = ("target", "declare_target", "Kernel", "gang", "worker", "vector",
                  "parallel_range", "shared_array", "barrier", "atomic_add",
-                 "atomic_max", "atomic_min", "atomic_exchange", "atomic_cas", "gang_id",
+                 "atomic_max", "atomic_min", "atomic_exchange", "atomic_cas", "inclusive",
+                 "exclusive", "gang_id",
                  "worker_id", "vector_id", "num_gangs", "num_workers", "vector_length")
 
 

@@ -59,7 +59,7 @@ from .runtime.plugin import DeviceArray, PluginError
 
 _LANG = ("declare_target", "gang", "worker", "vector", "parallel_range", "shared_array",
          "barrier", "atomic_add", "atomic_max", "atomic_min", "atomic_exchange",
-         "atomic_cas", "gang_id", "worker_id", "vector_id", "num_gangs",
+         "atomic_cas", "inclusive", "exclusive", "gang_id", "worker_id", "vector_id", "num_gangs",
          "num_workers", "vector_length")
 __all__ = ["target", "Kernel", "CompileError", *_LANG]
 

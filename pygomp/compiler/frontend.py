@@ -52,6 +52,7 @@ from .calls import MATH, Calls
 from .computed import Computed
 from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
+from .inscan import Inscan
 from .loops import Loops, Scope
 from .npcalls import NumpyCalls
 from .records import Records
@@ -126,10 +127,11 @@ def compile_function(fn, argtypes, *, is_kernel=True, registry=None, name=None,
 
 
 class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arrays,
-               NumpyCalls, Computed, Views, Scans, Records):
+               NumpyCalls, Computed, Views, Scans, Inscan, Records):
     """The visitor: the methods of `SUPPORTED`, from the mixins in statements.py,
     loops.py, forms.py, expressions.py and calls.py (array expressions: arrays.py,
-    npcalls.py, computed.py, views.py, scans.py; record arrays: records.py)."""
+    npcalls.py, computed.py, views.py, scans.py; scan directives: inscan.py; record
+    arrays: records.py)."""
 
     def __init__(self, fn, argtypes, is_kernel, registry, name, local=None):
         self.fn = fn
@@ -224,6 +226,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         self.defs = {}              # C name -> the value of a variable assigned once there
         self.sizes = {}             # C name of a private array -> its run-time extents
         self.copies = set()         # C names of array reduction copies
+        self.scratch = {}           # C name -> type of an array in the global scratch
         self.pre = []               # statements to go before the current one (arrays.py)
         self.elems = {}             # id of an array operand -> its element (arrays.py)
         self.inner, self.inner_decls = [], []   # what computes them (computed.py)
@@ -237,6 +240,7 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         fn.rets = self.rets
         fn.decl_lines = self.decl_lines
         fn.sizes = self.sizes
+        fn.scratch = self.scratch
         fn.written = ir.stores(fn)
         return fn
 

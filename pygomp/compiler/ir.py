@@ -287,6 +287,8 @@ class Function:
     decl_lines: dict = field(default_factory=dict)  # C name -> line of its first assignment
     written: dict = field(default_factory=dict)     # array parameter -> line of a store
     sizes: dict = field(default_factory=dict)       # private array -> run-time extents
+    scratch: dict = field(default_factory=dict)     # kernels: array -> its type, shared
+                                                    # by all work-items and launches
     boundscheck: bool = False                       # kernels: every access is checked
     wraparound: bool = True                         # kernels: negative indices wrap
     rets: list = None           # a tuple's types, stored into the last params (forms.py)

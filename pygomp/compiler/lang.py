@@ -19,6 +19,9 @@ per gang, shared by its workers), ``barrier()`` (all workers of a gang),
 ``atomic_add(array, index, value)``, ``atomic_max``, ``atomic_min``, ``atomic_exchange``
 (same arguments) and ``atomic_cas(array, index, expected, new)``: each returns the old
 value of ``array[index]``, as OpenMP's ``atomic capture`` does.
+
+Scans: ``inclusive(s)`` and ``exclusive(s)``, OpenMP's ``scan`` directive, in the body
+of a parallel loop with ``reduction="inscan,+:s"`` (they do nothing when run by Python).
 """
 from __future__ import annotations
 
@@ -93,6 +96,16 @@ def atomic_cas(array, index, expected, new):
     return old
 
 
+def inclusive(*names):
+    """The scan directive: the statements after it see the prefix including this
+    iteration (OpenMP's ``scan inclusive``)."""
+
+
+def exclusive(*names):
+    """The scan directive: the statements before it see the prefix excluding this
+    iteration (OpenMP's ``scan exclusive``)."""
+
+
 def gang_id():
     return 0
 
@@ -121,6 +134,7 @@ LOOPS = {gang: ("gang",), worker: ("worker",), vector: ("vector",),
          parallel_range: ("gang", "worker", "vector")}
 ATOMICS = {atomic_add: "add", atomic_max: "max", atomic_min: "min",
            atomic_exchange: "exchange", atomic_cas: "cas"}
+SCANS = {inclusive: "inclusive", exclusive: "exclusive"}
 BUILTINS = {gang_id: "gang_id", worker_id: "worker_id", vector_id: "vector_id",
             num_gangs: "num_gangs", num_workers: "num_workers",
             vector_length: "vector_length"}

@@ -112,6 +112,7 @@ class Loops:
                 raise self.error(s, f"a {levels[0]} loop cannot nest inside a "
                                     f"{self.levels[-1]} loop (order: gang, worker, vector)")
         kw = self.clauses(s)
+        scan = self.scan_check(s, kw)               # an inscan reduction (inscan.py)
         dims_ast, body_ast = self.collapsed(s, kw.get("collapse", 1))
         loop = ir.ParLoop(levels, [], [], line=self.line(s))
         scope = Scope(loop, self.line(s))
@@ -132,13 +133,14 @@ class Loops:
                 self.mark_weak(target.id, True)
                 self.bounds[c] = self.loop_bound(start, stop, step)
                 self.loop_fact(target.id, c, start, stop, step)
-            self.loop_clauses(s, kw, loop, scope)
+            self.loop_clauses(s, kw, loop, scope, scan)
             self.privatize(s, body_ast, kw, scope)
             saved_depth, self.loopdepth = self.loopdepth, 0
             saved_seq, self.seqvars = self.seqvars, []
             self.levels.extend(levels)
             try:
-                loop.body = self.block(body_ast)
+                loop.body = self.block(body_ast) if scan is None else \
+                    self.scan_body(scan, body_ast)
             finally:
                 del self.levels[-len(levels):]
                 self.loopdepth, self.seqvars = saved_depth, saved_seq
@@ -162,7 +164,7 @@ class Loops:
                       for c, t in scope.decls]
         loop.body = guard_continue(loop.body, loop)
         loop.has_sync = any(isinstance(n, (ir.AtomicAdd, ir.Atomic, ir.Barrier)) for n in ir.walk(loop.body))
-        return loop
+        return loop if scan is None else self.scan_lower(s, loop, scan)
 
     def clauses(self, s):
         kw = {}
@@ -190,8 +192,9 @@ class Loops:
             body_ast = body_ast[0].body
         return dims_ast, body_ast
 
-    def loop_clauses(self, s, kw, loop, scope):
-        """private= and reduction=: the loop's own copies of enclosing variables."""
+    def loop_clauses(self, s, kw, loop, scope, scan=None):
+        """private= and reduction=: the loop's own copies of enclosing variables
+        (``scan``: an inscan reduction's, `inscan.Scan`)."""
         levels = loop.levels
         for name in _names(kw.get("private"), s, self, "private"):
             found = self.resolve(name)
@@ -200,6 +203,9 @@ class Loops:
             scope.names[name] = found[0]
             scope.decls.append((found[0], self.vtypes[name]))
         for op, name in self.parse_reduction(kw.get("reduction"), s):
+            if scan is not None:
+                self.scan_var(s, op, name, scope, scan)
+                continue
             if name in self.arrays:
                 self.array_reduction(s, op, name, loop, scope)
                 continue

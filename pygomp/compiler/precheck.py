@@ -82,7 +82,13 @@ def reduction(spec):
     """[(operator, names text)] of a ``reduction=`` string; ValueError with the message
     of a bad one."""
     out, op = [], None
-    for item in filter(None, (x.strip() for x in spec.replace(";", ",").split(","))):
+    items = [x.strip() for x in spec.replace(";", ",").split(",")]
+    if inscan(spec):
+        items = items[1:]
+    for item in filter(None, items):
+        if item == "inscan" or item.startswith("inscan:"):
+            raise ValueError(f"bad reduction={spec!r}: the inscan modifier comes first, "
+                             f"once, and applies to every variable (\"inscan,+:s\")")
         if ":" in item:                  # "op:name" starts a group; "name" goes on one
             op, _, item = (x.strip() for x in item.partition(":"))
             if op not in REDUCTION_OPS:
@@ -93,7 +99,16 @@ def reduction(spec):
             raise ValueError(f"bad reduction={spec!r}: write OP:VAR[,VAR] groups, e.g. "
                              f"\"+:s,max:m\" (, or ; between them)")
         out.append((op, item))
+    if not out and inscan(spec):
+        raise ValueError(f"bad reduction={spec!r}: write OP:VAR[,VAR] groups, e.g. "
+                         f"\"+:s,max:m\" (, or ; between them)")
     return out
+
+
+def inscan(spec) -> bool:
+    """Whether a ``reduction=`` string starts with OpenMP's inscan modifier (a scan:
+    ``"inscan,+:s"``)."""
+    return isinstance(spec, str) and spec.replace(";", ",").split(",")[0].strip() == "inscan"
 
 
 def check(fn) -> None:

@@ -38,6 +38,8 @@ class Statements:
             return ir.Barrier()
         if obj is lang.atomic_add:
             return self.atomic(s.value)
+        if obj in lang.SCANS:
+            self.scan_directive(s)
         if obj is builtins.print:
             return self.print_call(s.value)
         if obj in lang.ATOMICS:

@@ -31,7 +31,8 @@ a loop of launches gets an even number of entries a round so that every path
 alternates: a ``repeat`` whose round has an odd number has it made twice, the second
 copy under a flag that an iteration is left, and runs ``(n + 1) / 2`` rounds (`twice`);
 other loops get an empty entry.  Scratch layout, in 8-byte words: area 0 (``words`` words),
-area 1, then the gang partials: gang g's partial of gang reduction r at word
+area 1, the kernel's arrays in the scratch (``Function.scratch``: the chunk totals of a
+scan), then the gang partials: gang g's partial of gang reduction r at word
 ``2 * words + g * gang_words + offset(r)`` (a complex128 takes two words, as a carried
 one does).  A gang loop with reductions leaves its number of gangs in its ``pending``
 word (zero: nothing to combine).
@@ -71,6 +72,7 @@ class Plan:
                                 # of its launch's work-item count (for the summing entry)
     done: str | None = None     # set by a return: the entries after it do nothing
     flags: list = field(default_factory=list)      # carried names the plugin reads
+    arrays: list = field(default_factory=list)     # [(name, type)]: `Function.scratch`
 
     def before(self, k: int) -> set:
         """The entries that may run right before entry k (the program's back edges
@@ -90,7 +92,14 @@ class Plan:
 
     @property
     def scratch_words(self) -> int:
-        return 2 * self.words
+        return 2 * self.words + sum(_array_words(t) for _, t in self.arrays)
+
+    def array_word(self, name: str) -> int:
+        """The first scratch word of a kernel array in the global scratch (after the
+        two areas)."""
+        names = [n for n, _ in self.arrays]
+        return 2 * self.words + sum(_array_words(t) for _, t in
+                                    self.arrays[:names.index(name)])
 
     def offset(self, r) -> int:
         """The first word of gang reduction ``r``'s partial in a gang's words."""
@@ -100,6 +109,10 @@ class Plan:
     @property
     def gang_words(self) -> int:
         return sum(r.type.words for _, r in self.reductions)
+
+
+def _array_words(t) -> int:
+    return t.elem.words * t.shape[0]
 
 
 def _flow(ops, before, preds):
@@ -185,7 +198,7 @@ class _Builder:
             done = self.var("done", T.BOOL)       # launches after a return do nothing
         self.check_arrays()
         p = Plan(self.entries, (), self.carried, self.parity, self.reductions, self.pending,
-                 self.copies, done, self.flags)
+                 self.copies, done, self.flags, list(self.fn.scratch.items()))
 
         def resolve(ops):
             return tuple(op if isinstance(op, int) else (op[0], p.word(*op[1]), resolve(op[2]))
@@ -370,8 +383,9 @@ def twice_ok(body, ops, fn) -> bool:
 
 
 def _top_arrays(fn) -> set:
-    """The names of the arrays a kernel makes outside its parallel loops."""
-    return {c for c, t in fn.decls if isinstance(t, T.Array)}
+    """The names of the arrays a kernel makes outside its parallel loops (not those in
+    the global scratch, which every launch sees)."""
+    return {c for c, t in fn.decls if isinstance(t, T.Array) and c not in fn.scratch}
 
 
 def _set(name, value, t=T.BOOL):

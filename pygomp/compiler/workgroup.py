@@ -481,6 +481,12 @@ class WorkGroupDialect(Dialect):
         if name in em.cur.sizes:            # sized at run time: in the private scratch
             self.private_array(em, name, t)
             return
+        if name in em.cur.scratch:          # the kernel's, in the global scratch
+            c = f"{self.glob}{self.type_name(t.elem)} *"
+            word = self.scratch_word(self.type_name(T.UINT64),
+                                     em.state.plan.array_word(name))
+            em.line(f"{c}{name} = ({c})&{word};")
+            return
         decl = f"{self.type_name(t.elem)} {name}[{math.prod(t.shape)}];"
         if t.space == "local":              # at kernel scope
             decl = f"{self.team_space} {decl}"
