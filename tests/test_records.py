@@ -121,6 +121,7 @@ def kicks(p, dt):
 
 
 ODD = np.dtype([("int", np.int32), ("x-y", np.float64), ("pyg_a", np.float32)])
+ODD_ALIGNED = np.dtype(ODD.descr, align=True)
 
 
 @omp.target
@@ -168,12 +169,22 @@ def test_reduction_over_a_field(device):
 
 
 def test_atomics_on_fields(device):
-    p, k = particles(10, ODD), np.arange(95) % 10
+    p, k = particles(10, ODD_ALIGNED), np.arange(95) % 10
     want = p.copy()
     counts.on(device)(p, k)
     np.add.at(want["x-y"], k, 1.0)
     np.maximum.at(want["int"], k, np.arange(95))
     same(p, want)
+
+
+def test_atomics_refuse_unaligned_fields():
+    """A packed float64 at offset 4: an atomic there faults on a GPU."""
+    p, k = particles(10, ODD), np.arange(95) % 10
+    with pytest.raises(CompileError, match=r"omp.atomic_add on the field 'x-y', which is not "
+                                           r"aligned to its 8 bytes in every record \(offset "
+                                           r"4, records of 16 bytes\): give the dtype "
+                                           r"align=True"):
+        counts.on(0)(p, k)
 
 
 def test_layouts_match_numpy():

@@ -85,6 +85,15 @@ class Statements:
             raise self.error(call, f"{name} needs an index for every dimension")
         if t.is_bool or t.is_complex:
             raise self.error(call, f"{name} on a {t} array: use an integer or float type")
+        field = getattr(target, "array", None)
+        if isinstance(field, ir.FieldRef):
+            rec = field.rtype.elem
+            fname, _, _, _, off = next(m for m in rec.members if m[1] == field.member)
+            if off % t.size or rec.size % t.size:
+                raise self.error(call, f"{name} on the field {fname!r}, which is not aligned "
+                                       f"to its {t.size} bytes in every record (offset "
+                                       f"{off}, records of {rec.size} bytes): give the "
+                                       f"dtype align=True")
         vals = [self.convert(self.expr(v), t, call) for v in vals]
         if op == "add" and not capture and t in (T.INT32, T.INT64, T.UINT32, T.UINT64,
                                                  T.FLOAT32, T.FLOAT64):
