@@ -145,6 +145,28 @@ def scan_form(x, y):            # OpenMP's scan directive
         y[i] = s
 
 
+@pygomp.target
+def scan_hand(x, y):            # the directive's own passes, written out
+    n = x.shape[0]
+    chunk = max((n + 1023) // 1024, 1)
+    blocks = (n + chunk - 1) // chunk
+    for b in pygomp.parallel_range(blocks):
+        t = 0.0
+        for i in range(b * chunk, min(b * chunk + chunk, n)):
+            t += x[i]
+        y[b * chunk] = t                        # the chunk's total, at its first element
+    s = 0.0
+    for b in range(blocks):
+        t = y[b * chunk]
+        y[b * chunk] = s
+        s += t
+    for b in pygomp.parallel_range(blocks):
+        s = y[b * chunk]
+        for i in range(b * chunk, min(b * chunk + chunk, n)):
+            s += x[i]
+            y[i] = s
+
+
 PARTICLE = np.dtype([("x", np.float64), ("y", np.float64), ("m", np.float32),
                      ("id", np.int32), ("v", np.float64, (3,))])
 
@@ -214,7 +236,7 @@ def cases(n_mat, n_lu, n_scan):
              ("np.outer(x, y)", outer_form, outer_hand, lambda: np.outer(x, x), (x, x, C)),
              ("t = A.T", transpose_form, transpose_hand, lambda: A.T * 2.0, (A, C)),
              ("np.cumsum", cumsum_form, cumsum_hand, lambda: np.cumsum(s), (s, t)),
-             ("scan directive", scan_form, cumsum_hand, lambda: np.cumsum(s), (s, t))]
+             ("scan directive", scan_form, scan_hand, lambda: np.cumsum(s), (s, t))]
     return cases + [("LU rows in place", lu_form, lu_hand, lambda: lu_numpy(L.copy()),
                      (L,))]
 
