@@ -150,6 +150,23 @@ def test_scans_in_a_loop(device):
         check(rounds, inputs(rounds, np.float64, n), lambda k, a: k.on(device)(*a))
 
 
+@omp.target
+def complex_sum(x, y):
+    s = 1j
+    for i in omp.parallel_range(x.shape[0], reduction="inscan,+:s"):
+        s += x[i]
+        omp.inclusive(s)
+        y[i] = s
+
+
+def test_complex_scans(device):
+    x = np.random.default_rng(3).random(10007) * (1 - 2j)
+    y, want = np.zeros_like(x), np.zeros_like(x)
+    complex_sum.on(device)(x, y)
+    complex_sum.py_func(x, want)
+    np.testing.assert_allclose(y, want, rtol=1e-9)
+
+
 CUDA_CASES = [(scan_in, np.float64), (scan_ex, np.int32), (bits_in, np.int64),
               (bits_ex, np.int32), (rounds, np.float64)]
 
