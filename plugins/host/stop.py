@@ -68,14 +68,9 @@ def install(libc, ffi, compile_c, compiler_id):
         return None
     with _lock:
         if not _loaded:
-            try:
-                k = cache.key("host stop", SOURCE, compiler_id)
-                code = cache.get(k)         # not a kernel: not in the cache's builds
-                if code is None:
-                    code = compile_c(SOURCE, "pygomp_stop")
-                    cache.put(k, code)
-                path = cache.materialize(k, code, ".so")
-            except Exception:           # noqa: BLE001  (no compiler, no cache)
+            path = cache.helper_object("host stop", SOURCE, compiler_id, compile_c,
+                                       "pygomp_stop")
+            if path is None:
                 return None
             handle = libc.dlopen(os.fsencode(path), RTLD_NOW | RTLD_GLOBAL)
             if handle == ffi.NULL:

@@ -361,6 +361,21 @@ def get_or_build(k: str, build, suffix: str = "") -> bytes:
     return data
 
 
+def helper_object(what: str, source: str, compiler_id, compile_c, name: str) -> str | None:
+    """The path of a small C object of the runtime's own (not a kernel: not counted in
+    the builds), compiled by ``compile_c(source, name)`` once and kept here; None where
+    there is no compiler or no cache."""
+    try:
+        k = key(what, source, compiler_id)
+        code = get(k)
+        if code is None:
+            code = compile_c(source, name)
+            put(k, code)
+        return materialize(k, code, ".so")
+    except Exception:           # noqa: BLE001  (no compiler, no cache)
+        return None
+
+
 def materialize(k: str, data: bytes, suffix: str) -> str:
     """A file holding ``data`` (e.g. a shared object to dlopen), written once and reused;
     its name carries the content hash, and a file found under that name is used only

@@ -208,14 +208,9 @@ def _load(compile_c, compiler_id):
     with _lock:
         if not _lib:
             _lib.append(None)
-            try:
-                k = cache.key("fault report", SOURCE, compiler_id)
-                code = cache.get(k)         # not a kernel: not in the cache's builds
-                if code is None:
-                    code = compile_c(SOURCE, "pygomp_fault")
-                    cache.put(k, code)
-                path = cache.materialize(k, code, ".so")
-            except Exception:           # noqa: BLE001
+            path = cache.helper_object("fault report", SOURCE, compiler_id, compile_c,
+                                       "pygomp_fault")
+            if path is None:
                 return None
             dlopen = c_function("dlopen", "void *(*)(const char *, int)")
             dlsym = c_function("dlsym", "void *(*)(void *, const char *)")

@@ -291,7 +291,10 @@ class Plugin:
         return self._run(dev, fn, args, launch)
 
     def _run(self, dev, fn, args, launch):
-        event = self._start(dev, fn, args, launch, ())
+        self._finish(self._start(dev, fn, args, launch, ()), dev, fn, args, launch)
+
+    def _finish(self, event, dev, fn, args, launch):
+        """The end of a run's ``event``; an error of the plugin's own says which run."""
         if event is not DONE:
             try:
                 event.wait()
@@ -340,14 +343,7 @@ class Plugin:
         run_async = self.fast_path() or self._start
 
         def start(args):
-            event = run_async(dev, fn, args, launch)
-            if event is not DONE:
-                try:
-                    event.wait()
-                except PluginError:
-                    raise
-                except Exception as e:
-                    raise self._run_error(dev, fn, k.info, args, launch, e) from e
+            self._finish(run_async(dev, fn, args, launch), dev, fn, args, launch)
         return tuple, start
 
     def fast_path(self):
