@@ -31,7 +31,7 @@ import numpy as np
 from . import ir, lang, precheck, steps
 from . import types as T
 from .expressions import _i
-from .reductions import OPS, combine, local_name
+from .reductions import combine, local_name
 from .scans import BLOCKS, _add, _div, _max
 
 SCAN_OPS = ("+", "*", "max", "min", "&", "|", "^")
@@ -151,17 +151,9 @@ class Inscan:
 
     def scan_var(self, s, op, name, scope, scan):
         """The loop's private copy of an inscan variable."""
-        found = self.resolve(name)
-        if found is None:
-            raise self.error(s, f"reduction variable {name!r} must be defined before "
-                                f"the loop (e.g. {name} = 0)")
-        t = self.vtypes[name]
-        OPS[op].check(t, lambda m: self.error(s, f"reduction {op}:{name}: {m}"))
-        self.rid += 1
-        local = local_name(found[0], self.rid, "s")
-        scope.reductions[name] = local
+        var, t, local = self.scalar_reduction(s, op, name, scope, "s")
         scope.decls.append((local, t))
-        scan.vars.append((op, found[0], local, t))
+        scan.vars.append((op, var, local, t))
 
     def scan_body(self, scan, body):
         """The loop's body in IR, each phase built once; the input phase checked."""

@@ -209,16 +209,23 @@ class Loops:
             if name in self.arrays:
                 self.array_reduction(s, op, name, loop, scope)
                 continue
-            found = self.resolve(name)
-            if found is None:
-                raise self.error(s, f"reduction variable {name!r} must be defined before "
-                                    f"the loop (e.g. {name} = 0), or be an array")
-            t = self.vtypes[name]
-            OPS[op].check(t, lambda m: self.error(s, f"reduction {op}:{name}: {m}"))
-            self.rid += 1
-            local = local_name(found[0], self.rid, levels[-1])
-            scope.reductions[name] = local
-            loop.reductions.append(ir.Reduction(op, found[0], local, t, self.rid))
+            var, t, local = self.scalar_reduction(s, op, name, scope, levels[-1],
+                                                  ", or be an array")
+            loop.reductions.append(ir.Reduction(op, var, local, t, self.rid))
+
+    def scalar_reduction(self, s, op, name, scope, suffix, other=""):
+        """(C name, type, private copy's name) of the scalar ``name`` reduced by ``op``
+        in a loop, its copy now what ``name`` means in ``scope``."""
+        found = self.resolve(name)
+        if found is None:
+            raise self.error(s, f"reduction variable {name!r} must be defined before "
+                                f"the loop (e.g. {name} = 0){other}")
+        t = self.vtypes[name]
+        OPS[op].check(t, lambda m: self.error(s, f"reduction {op}:{name}: {m}"))
+        self.rid += 1
+        local = local_name(found[0], self.rid, suffix)
+        scope.reductions[name] = local
+        return found[0], t, local
 
     def array_reduction(self, s, op, name, loop, scope):
         """``reduction="+:y"`` with y an array: the loop's participants each update a
