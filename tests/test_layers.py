@@ -147,3 +147,13 @@ def test_the_kernels_face_imports_no_compiler():
                        PYGOMP_DEVICES="host"), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "[]"
+
+
+def test_the_compiler_names_each_of_its_modules():
+    """compiler/__init__.py's table says what every module of the compiler does."""
+    folder = ROOT / "pygomp" / "compiler"
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+    named = set(re.findall(r"\b(\w+)\.py\b", doc))
+    have = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert have - named == set(), "add them to pygomp/compiler/__init__.py"
+    assert named - have == set()

@@ -1,12 +1,20 @@
 """The kernel compiler: Python AST -> typed IR -> C-family source for a target dialect.
 
     frontend.py    ast -> IR through a whitelist visitor (errors: `pygomp.errors`); the C semantics
+    precheck.py    what `@omp.target` checks before any argument type is known
+    annotate.py    parameter annotations (one parser for kernels, build and the CLI)
     statements.py  the visitor's statements;  loops.py  its for loops and clauses
     expressions.py its expressions;  calls.py  its calls (math, min/max/abs, helpers)
+    scoping.py     which outer scalars a parallel loop's iteration makes its own
     forms.py       forms rewritten into those: enumerate/zip, tuple returns, nested def
-    annotate.py    parameter annotations (one parser for kernels, build and the CLI)
-    types.py       scalar and array types (arrays carry their address space)
+    arrays.py      array expressions, lowered to loops;  npcalls.py  numpy reductions
+    computed.py    operands computed element by element (axis reductions, @, np.outer)
+    views.py       slices and views bound to names;  scans.py  np.cumsum and np.cumprod
+    inscan.py      OpenMP's scan directive;  records.py  record arrays (structured dtypes)
     complexes.py   complex64/complex128: front-end rules and their C text per dialect
+    printing.py    print() as one printf;  atomics.py  omp.atomic_<op>
+    boundscheck.py checked array accesses;  nonneg.py  lower bounds of index expressions
+    types.py       scalar, array and record types (arrays carry their address space)
     ir.py          the typed IR, with Python lines
     reductions.py  reduction operators; lowering to SETUP/INIT/FINI/TEARDOWN per level
     emit.py        the one emitter;  dialect.py  `Dialect`: the hooks a target implements
@@ -14,6 +22,9 @@
     argwords.py    a kernel's argument words and private scratch (what KernelInfo says)
     steps.py       where a kernel is cut into launches (a grid-wide order)
     workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`)
+    onegroup.py    a looping kernel as one work-group (a CPU device's variant)
+    addrspace.py   address spaces where there is no generic one (OpenCL C 1.2)
+    hoist.py       array loads a sequential loop may read once, before it
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
 
 A plugin's ``target_hooks()`` returns a `dialect.Dialect` instance: the host one is
