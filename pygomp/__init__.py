@@ -7,7 +7,7 @@ data constructs (`pygomp.constructs`) too, so that a program that only calls ker
 does without them.
 """
 from ._version import VERSION as __version__  # noqa: F401
-from .errors import CompileError  # noqa: F401
+from .errors import CompileError, PygompError  # noqa: F401
 from .runtime.devices import OffloadError, OffloadWarning  # noqa: F401
 from .runtime.env import EnvError  # noqa: F401
 from .runtime.mapping import MappingError  # noqa: F401

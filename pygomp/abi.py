@@ -34,6 +34,7 @@ from pygomp_csrc.contract import AccOp, Op, Routine as R
 from . import acc, api
 from .runtime import (accmap, accprof, calls, deferred, devices, elf_tables, env,
                       gcc_images, hostview, images, kinds, mapping, trace)
+from .errors import PygompError
 from .runtime.entries import PTR, WORD, Item
 from .runtime.plugin import Image, KernelInfo, PluginError
 
@@ -71,13 +72,10 @@ def _on_error(exc_type, exc, tb):
     lib.pg_fatal(_words(exc).encode(errors="replace"))
 
 
-_DELIBERATE = (mapping.MappingError, devices.OffloadError, env.EnvError, PluginError)
-
-
 def _deliberate(exc) -> bool:
     """Raised on purpose with words for the user, and not caused by another error."""
     while exc is not None:
-        if not isinstance(exc, _DELIBERATE):
+        if not isinstance(exc, PygompError):
             return False
         exc = exc.__cause__
     return True

@@ -16,6 +16,7 @@ import sys
 import types
 
 from .compiler import annotate
+from .errors import PygompError
 from .compiler import types as T
 
 HELP = """\
@@ -38,7 +39,7 @@ TYPE_NAMES = ("bool, int8..int64, uint8..uint64, float32, float64, complex64, co
               "or an array of one such as float64[:] or float32[:,:]")
 
 
-class UsageError(Exception):
+class UsageError(PygompError):
     """A command-line value that cannot be used (printed as one line)."""
 
 

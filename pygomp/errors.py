@@ -1,12 +1,19 @@
-"""Errors shared by the layers: the compiler, the plugins' compile step and the faces
-raise `CompileError` from here, so that a plugin need not import the compiler."""
+"""Errors shared by the layers: `PygompError`, the root of every error pygomp raises on
+purpose; the compiler, the plugins' compile step and the faces raise `CompileError` from
+here, so that a plugin need not import the compiler."""
 from __future__ import annotations
 
 import linecache
 import re
 
 
-class CompileError(Exception):
+class PygompError(Exception):
+    """What pygomp raises on purpose, with words for the user.  Each such error also
+    keeps the builtin base that says its kind (a `PluginError` is a RuntimeError, an
+    `EnvError` a ValueError), so ``except RuntimeError`` still catches it."""
+
+
+class CompileError(PygompError):
     """A kernel that cannot be compiled, with file, line and source line when known."""
 
     def __init__(self, message, file=None, line=None, source=None):

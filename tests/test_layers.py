@@ -157,3 +157,19 @@ def test_the_compiler_names_each_of_its_modules():
     have = {p.stem for p in folder.glob("*.py")} - {"__init__"}
     assert have - named == set(), "add them to pygomp/compiler/__init__.py"
     assert named - have == set()
+
+
+def test_every_error_pygomp_raises_has_one_root():
+    """Each keeps the builtin base that says its kind, under `pygomp.PygompError`."""
+    import pygomp
+    from pygomp.cli import UsageError
+    from pygomp.runtime import devices, entries, env, faults, plugin, tasks
+    from pygomp.upc.world import UPCError
+    from pygomp_plugins.opencl.build import OpenCLBuildError
+    kinds = {pygomp.CompileError: Exception, UsageError: Exception,
+             plugin.PluginError: RuntimeError, faults.OverrunError: RuntimeError,
+             OpenCLBuildError: RuntimeError, devices.OffloadError: RuntimeError,
+             entries.MappingError: RuntimeError, env.EnvError: ValueError,
+             tasks.DependencyFailed: RuntimeError, UPCError: RuntimeError}
+    for cls, builtin in kinds.items():
+        assert issubclass(cls, pygomp.PygompError) and issubclass(cls, builtin), cls

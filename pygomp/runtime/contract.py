@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from ..frozen import Frozen
+from ..errors import PygompError
 
 API_VERSION = 1
 
@@ -22,7 +23,7 @@ SCALAR_KINDS = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64":
                 "f32": 4, "f64": 8}      # argument-word kinds other than "p", and their bytes
 
 
-class PluginError(RuntimeError):
+class PluginError(PygompError, RuntimeError):
     """A device operation failed; the message names device, operation and sizes."""
 
 

@@ -19,6 +19,7 @@ import sys
 import _thread          # threading's own locks: importing threading takes 0.5 ms
 import warnings
 
+from ..errors import PygompError
 from . import cache, env, images, interrupt, mapping
 from .intervals import IntervalMap
 from .contract import API_VERSION, DeviceInfo, PluginError
@@ -27,7 +28,7 @@ PLUGIN_GROUP = "pygomp.plugins"
 INITIAL_INFO = DeviceInfo(name="host", kind="cpu", properties={"memory": "shared (no mapping)"})
 
 
-class OffloadError(RuntimeError):
+class OffloadError(PygompError, RuntimeError):
     """A device cannot be used as asked (OMP_TARGET_OFFLOAD, device numbers)."""
 
 

@@ -10,6 +10,7 @@ import sys
 import weakref
 from collections import namedtuple
 
+from ..errors import PygompError
 from . import env
 from .deferred import later
 
@@ -24,7 +25,7 @@ OpenACC constructs of C programs, the alignment that libgomp's kind gives (the i
 takes part in libgomp's layout of one device block per construct: `mapping`)."""
 
 
-class MappingError(RuntimeError):
+class MappingError(PygompError, RuntimeError):
     """A map clause cannot be carried out; the map is left as it was."""
 
 

@@ -30,6 +30,7 @@ import sys
 import _thread          # threading's own locks: importing threading takes 0.5 ms
 
 from ..frozen import Frozen
+from ..errors import PygompError
 
 OPENMP_VERSION = 202111   # _OPENMP of the spec whose rules the runtime follows (5.2)
 
@@ -40,7 +41,7 @@ INFO_COPY = 0x08      # data is copied to or from a device
 INFO_LAUNCH = 0x10    # a kernel is launched
 
 
-class EnvError(ValueError):
+class EnvError(PygompError, ValueError):
     """An environment variable has a value that cannot be used."""
 
 

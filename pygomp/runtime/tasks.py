@@ -32,6 +32,8 @@ import threading
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
+from ..errors import PygompError
+
 _lock = threading.Lock()
 _pool = None
 _writer = {}      # address -> the last task that writes it
@@ -39,7 +41,7 @@ _readers = {}     # address -> tasks reading it since that writer
 _pending = []     # every task not done, or failed, since the last taskwait
 
 
-class DependencyFailed(RuntimeError):
+class DependencyFailed(PygompError, RuntimeError):
     """A task that did not run because a task it depends on failed (its ``__cause__``)."""
 
 

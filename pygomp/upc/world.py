@@ -24,12 +24,13 @@ import traceback
 import numpy as np
 
 import pygomp as omp
+from pygomp.errors import PygompError
 
 # what a rank can be doing in a collective (index = code in the allgather)
 STEPS = ("init", "barrier", "shared_array", "free", "reduce", "info", "exit")
 
 
-class UPCError(RuntimeError):
+class UPCError(PygompError, RuntimeError):
     """A UPC collective failed: ranks that disagree or do not arrive, bad settings."""
 
 
