@@ -367,7 +367,7 @@ def use_c(ffi, lib) -> None:
     global _c, _ffi, _contract
     from pygomp_csrc import contract
     _c, _ffi, _contract = lib, ffi, contract
-    devices.new_lock = _new_lock
+    devices.lock_maker(_new_lock)
 
 
 def _new_lock(dev):

@@ -36,9 +36,19 @@ class OffloadWarning(RuntimeWarning):
     """A construct runs on the initial device instead of the device it names."""
 
 
+_lock_maker = None      # what a face registered to make devices' locks (`lock_maker`)
+
+
+def lock_maker(make) -> None:
+    """Devices found from now on get ``make(device)`` as their lock (libpygomp.so
+    registers `calls.GateLock` for its host devices: C runs regions there too)."""
+    global _lock_maker
+    _lock_maker = make
+
+
 def new_lock(dev):
-    """A device's lock (libpygomp.so puts `calls.GateLock` here: C runs regions too)."""
-    return _thread.RLock()
+    """A device's lock: the registered maker's, else a plain RLock."""
+    return _thread.RLock() if _lock_maker is None else _lock_maker(dev)
 
 
 class Device:
