@@ -46,6 +46,15 @@ def same(a, b):
         np.testing.assert_allclose(a[f], b[f], rtol=1e-6, atol=1e-12, err_msg=f)
 
 
+def same_arrays(args, want):
+    """The arrays of a kernel's arguments after it ran, against its py_func's."""
+    for a, b in zip(args, want):
+        if isinstance(a, np.ndarray) and a.dtype.names:
+            same(a, b)
+        elif isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 @omp.target
 def push(p, dt):
     for i in omp.parallel_range(p.shape[0]):
@@ -156,11 +165,7 @@ def test_record_kernels_on_every_device(device, k):
     args, want = make(), make()
     kernel.on(device)(*args)
     kernel.py_func(*want)
-    for a, b in zip(args, want):
-        if isinstance(a, np.ndarray) and a.dtype.names:
-            same(a, b)
-        elif isinstance(a, np.ndarray):
-            np.testing.assert_allclose(a, b, rtol=1e-6)
+    same_arrays(args, want)
 
 
 def test_reduction_over_a_field(device):
@@ -360,11 +365,7 @@ def test_cuda_emulated(emu, gangs, workers, vector):
         args, want = make(), make()
         tce.run(lib, kernel, args, gangs, workers, vector)
         kernel.py_func(*want)
-        for a, b in zip(args, want):
-            if isinstance(a, np.ndarray) and a.dtype.names:
-                same(a, b)
-            elif isinstance(a, np.ndarray):
-                np.testing.assert_allclose(a, b, rtol=1e-6)
+        same_arrays(args, want)
     p = particles(3000)
     assert np.isclose(tce.run(lib, energy, (p,), gangs, workers, vector),
                       energy.py_func(p), rtol=1e-9)
