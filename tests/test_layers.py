@@ -41,14 +41,14 @@ def _below(name, prefixes):
 
 
 def test_runtime_imports_no_compiler_plugin_or_face():
-    bad = {"pygomp.compiler", "pygomp_plugins", "pyopencl", "cupy", "mpi4py"} | FACES
+    bad = {"pygomp.compiler", "pygomp.plugins", "pyopencl", "cupy", "mpi4py"} | FACES
     found = {f: sorted(m for m in mods if _below(m, bad))
              for f, mods in layer("pygomp/runtime", "pygomp.runtime").items()}
     assert {f: m for f, m in found.items() if m} == {}
 
 
 def test_compiler_imports_no_face_and_no_plugin():
-    bad = FACES | {"pygomp_plugins", "pyopencl", "cupy"}
+    bad = FACES | {"pygomp.plugins", "pyopencl", "cupy"}
     found = {f: sorted(m for m in mods if _below(m, bad))
              for f, mods in layer("pygomp/compiler", "pygomp.compiler").items()}
     assert {f: m for f, m in found.items() if m} == {}
@@ -99,7 +99,7 @@ def test_plugins_runtime_halves_do_not_import_the_compiler():
     for p in sorted((ROOT / "plugins").glob("*/*.py")):
         if p.name in ("target.py", "loops.py"):     # dialects build on the compiler
             continue
-        mods = imports(p, f"pygomp_plugins.{p.parent.name}")
+        mods = imports(p, f"pygomp.plugins.{p.parent.name}")
         assert not [m for m in mods if _below(m, {"pygomp.compiler"} | FACES)], p
 
 
@@ -165,7 +165,7 @@ def test_every_error_pygomp_raises_has_one_root():
     from pygomp.cli import UsageError
     from pygomp.runtime import devices, entries, env, faults, plugin, tasks
     from pygomp.upc.world import UPCError
-    from pygomp_plugins.opencl.build import OpenCLBuildError
+    from pygomp.plugins.opencl.build import OpenCLBuildError
     kinds = {pygomp.CompileError: Exception, UsageError: Exception,
              plugin.PluginError: RuntimeError, faults.OverrunError: RuntimeError,
              OpenCLBuildError: RuntimeError, devices.OffloadError: RuntimeError,

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 
 from test_shim import _env, _fatal
 
 HERE = Path(__file__).parent / "c"
 
 BROKEN = '''
-from pygomp_plugins.host.plugin import HostPlugin
+from pygomp.plugins.host.plugin import HostPlugin
 
 
 class BrokenPlugin(HostPlugin):
