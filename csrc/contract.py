@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..runtime.accprof import ASYNC_SYNC                # acc_async_sync (openacc.h)
-from ..runtime.calls import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO
-from ..runtime.faults import HEAD as GUARD_HEAD, MAGIC as GUARD_MAGIC
-from ..runtime.faults import PATTERN as GUARD_PATTERN, TAIL as GUARD_TAIL
-from ..runtime.gcc_images import NVIDIA_PTX             # GOMP_DEVICE_NVIDIA_PTX
+from ..runtime.accprof import ASYNC_SYNC  # noqa: F401  (acc_async_sync, openacc.h)
+from ..runtime.calls import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO  # noqa: F401
+from ..runtime.faults import HEAD as GUARD_HEAD, MAGIC as GUARD_MAGIC  # noqa: F401
+from ..runtime.faults import PATTERN as GUARD_PATTERN, TAIL as GUARD_TAIL  # noqa: F401
+from ..runtime.gcc_images import NVIDIA_PTX  # noqa: F401  (GOMP_DEVICE_NVIDIA_PTX)
 
 
 def _numbered(names: str) -> SimpleNamespace:
