@@ -130,7 +130,7 @@ def main():
         gangs, steps = kern.plans[(0, 0, 0)]
         _, grid, block, shared = steps[0]
         words = [mapping.device_address(dev, small.ctypes.data), small.size]
-        from pygomp_plugins.cuda.plugin import OPTIONS
+        from pygomp.plugins.cuda.plugin import OPTIONS
         raw = cupy.RawKernel(touch.spec((small,)).unit(plugin.target_hooks()).source,
                              info.entries[0], options=OPTIONS)
         raw_args = tuple(np.uint64(w) for w in words)

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pygomp as omp  # noqa: E402
 from pygomp.runtime import devices, faults  # noqa: E402
 
-from plugins.host import plugin as host  # noqa: E402
+from pygomp.plugins.host import plugin as host  # noqa: E402
 
 
 @omp.target(boundscheck=False)

@@ -42,7 +42,7 @@ os.environ.setdefault("PYGOMP_DEVICES", "host,opencl:pocl")   # 0: host, 1: PoCL
 import numpy as np  # noqa: E402
 
 import pygomp as omp  # noqa: E402
-from pygomp import shim  # noqa: E402
+from pygomp.csrc import shim  # noqa: E402
 
 PROGRAM = r"""
 #include <stdio.h>

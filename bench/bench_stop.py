@@ -29,10 +29,10 @@ import pygomp as omp  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from bench.timing import duel  # noqa: E402
-from plugins.host import stop  # noqa: E402
-from plugins.host.plugin import compile_c  # noqa: E402
+from pygomp.plugins.host import stop  # noqa: E402
+from pygomp.plugins.host.plugin import compile_c  # noqa: E402
 from pygomp.runtime.hostmem import ffi  # noqa: E402
-from plugins.host.target import HostDialect  # noqa: E402
+from pygomp.plugins.host.target import HostDialect  # noqa: E402
 
 WORD = re.compile(r"^\s*(?:const )?(\w+) \*?(\w+) = .*args\[(\d+)\]", re.M)
 

@@ -6,7 +6,7 @@ packages are found; libgomp is linked too, so that dlsym(RTLD_NEXT) in shim.c re
 libgomp's own entry points however the library was loaded.  Only the names in EXPORTS
 are visible, unversioned (the dynamic linker lets an unversioned definition satisfy a
 binary's versioned reference, e.g. GOMP_target_ext@GOMP_4.5).  The numbers that shim.c
-and abi.py share come from contract.py, written ahead of shim.c.
+and the Python half share come from contract.py, written ahead of shim.c.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from . import contract
 HERE = Path(__file__).resolve().parent
 MODULE = "_pygomp_shim"
 
-# The Python half (pygomp/abi.py), behind extern "Python".
+# The Python half (abi.py and the modules it names), behind extern "Python".
 PYTHON_HALF = """
 extern "Python" int pg_py_target(int device, uintptr_t fn, size_t mapnum, uint64_t *items,
                                  uintptr_t *args, int teams, int threads);
@@ -77,7 +77,7 @@ void pg_prof_dispatch(pg_prof_info *prof, pg_event_info *event, pg_api_info *api
 uint64_t pg_prof_attach(void);
 """
 
-# The helpers of shim.c that abi.py calls.
+# The helpers of shim.c that the Python half calls.
 C_HELPERS = """
 void pg_fatal(const char *text);
 void pg_call_host(uintptr_t fn, uintptr_t *args, int device);
@@ -127,7 +127,7 @@ omp_pause_resource_ omp_pause_resource_all_
 
 INIT = f"""
 from {MODULE} import ffi, lib
-from pygomp import abi
+from pygomp.csrc import abi
 abi.attach(ffi, lib)
 """
 

@@ -1,15 +1,21 @@
-"""The numbers that csrc/shim.c and pygomp/abi.py share, written once.
+"""The numbers that shim.c and the Python half of libpygomp.so share, written once.
 
 build.py writes them into the library's C source ahead of shim.c (`c_text`: an enum per
-`ENUMS` entry, a ``#define`` per `DEFINES` entry); abi.py reads them from here.  A name
-shim.c uses and this table lacks fails the build; the ones whose Python home is
-elsewhere (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py, runtime/faults.py) are
-compared with it
-in tests/test_shim_contract.py.
+`ENUMS` entry, a ``#define`` per `DEFINES` entry); the Python half reads them from here.
+A name shim.c uses and this table lacks fails the build.  The numbers whose home is in
+the runtime (its plans, guarded allocations, GCC's image type, OpenACC's synchronous
+queue) are taken from there; the copies kept in the faces (pygomp/build.py,
+pygomp/acc.py) are compared with these in tests/test_shim_contract.py.
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
+
+from ..runtime.accprof import ASYNC_SYNC  # noqa: F401  (acc_async_sync, openacc.h)
+from ..runtime.calls import PLAN_FROM, PLAN_ITEMS, PLAN_MADE, PLAN_TO  # noqa: F401
+from ..runtime.faults import HEAD as GUARD_HEAD, MAGIC as GUARD_MAGIC  # noqa: F401
+from ..runtime.faults import PATTERN as GUARD_PATTERN, TAIL as GUARD_TAIL  # noqa: F401
+from ..runtime.gcc_images import NVIDIA_PTX  # noqa: F401  (GOMP_DEVICE_NVIDIA_PTX)
 
 
 def _numbered(names: str) -> SimpleNamespace:
@@ -35,30 +41,20 @@ Routine = _numbered("""
 
 ENUMS = {"OP_": Op, "ACC_": AccOp, "R_": Routine}      # C prefix -> its numbers
 
-# Target types of the offload tables that go to Python (GOMP_offload_register_ver).
-TARGET_TYPE = 0x7067            # pygomp's own (pygomp/build.py's tables)
-NVIDIA_PTX = 5                  # GOMP_DEVICE_NVIDIA_PTX: GCC's nvptx images
-# OpenACC's (openacc.h).
-ASYNC_SYNC = -2                 # acc_async_sync
-ACC_DEVICE_NONE = 0             # acc_device_t, as pg_call_acc's type
+# Target types of the offload tables that go to Python (GOMP_offload_register_ver):
+# pygomp's own (pygomp/build.py's tables), and NVIDIA_PTX, GCC's nvptx images.
+TARGET_TYPE = 0x7067
+# OpenACC's (openacc.h): acc_device_t, as pg_call_acc's type.
+ACC_DEVICE_NONE = 0
 ACC_DEVICE_HOST = 2
 ACC_DEVICE_HOST_NONSHM = 3
 ACC_DEVICE_NOT_HOST = 4
 
-# The plans of regions that C runs itself (shim.c, runtime/calls.py): items at most, and
-# the flags of an item made at each region.
-PLAN_ITEMS = 8
-PLAN_MADE = 1
-PLAN_TO = 2
-PLAN_FROM = 4
-
-# The host plugin's guarded allocations (runtime/faults.py), as shim.c makes its made
-# items: a header (address ^ magic, size, header size) before, a pattern after.
-GUARD_HEAD = 64
-GUARD_TAIL = 64
-GUARD_MAGIC = 0x7079676F6D70
-GUARD_PATTERN = 0xFD
-
+# C's #defines: the numbers above, and the runtime's imported at the top: the plans of
+# regions that C runs itself (PLAN_*: at most so many items, the flags of an item made at
+# each region; runtime/calls.py) and the host plugin's guarded allocations, as shim.c
+# makes a plan's made items (GUARD_*: a header, address ^ magic, size, header size,
+# before, a pattern after; runtime/faults.py).
 DEFINES = ("PLAN_ITEMS", "PLAN_MADE", "PLAN_TO", "PLAN_FROM", "TARGET_TYPE", "NVIDIA_PTX",
            "ASYNC_SYNC", "ACC_DEVICE_NONE", "ACC_DEVICE_HOST", "ACC_DEVICE_HOST_NONSHM",
            "ACC_DEVICE_NOT_HOST", "GUARD_HEAD", "GUARD_TAIL", "GUARD_MAGIC", "GUARD_PATTERN")
@@ -66,7 +62,7 @@ DEFINES = ("PLAN_ITEMS", "PLAN_MADE", "PLAN_TO", "PLAN_FROM", "TARGET_TYPE", "NV
 
 def c_text() -> str:
     """The table in C, for the top of the library's source."""
-    out = ["/* csrc/contract.py, written by build.py */"]
+    out = ["/* contract.py, written by build.py */"]
     for prefix, numbers in ENUMS.items():
         out.append("enum { " + ", ".join(f"{prefix}{name} = {value}"
                                          for name, value in vars(numbers).items()) + " };")

@@ -1,6 +1,7 @@
 /* The C half of libpygomp.so: libgomp's offload ABI (GCC 12) in front of pygomp's
    runtime core.  build.py wraps this file in cffi's embedding mode; the pg_py_*
-   functions are the Python half (pygomp/abi.py).
+   functions are the Python half (abi.py, gomp.py, goacc.py and the other modules
+   that abi.attach names).
 
    Only the target entry points, the omp_* device routines and OpenACC's GOACC_* entry
    points and acc_* routines are defined here; everything else (parallel, loops, tasks,
@@ -12,8 +13,8 @@
    addresses (or lets Python launch an image), and unmaps.
 
    The numbers both halves use (OP_*, ACC_*, R_*, the target types, OpenACC's queue
-   and device-type numbers) come from csrc/contract.py: build.py writes them ahead of
-   this file. */
+   and device-type numbers, the plans' sizes and flags, the guards) come from
+   contract.py: build.py writes them ahead of this file. */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -82,7 +83,7 @@ static void fail(void)
     fatal("pygomp: the Python runtime failed (its error is printed above)");
 }
 
-/* -- called by abi.py --------------------------------------------------------- */
+/* -- called by the Python half ------------------------------------------------ */
 
 /* An error in Python (abi._on_error): libgomp's fatal error. */
 static void pg_fatal(const char *text)
@@ -90,8 +91,9 @@ static void pg_fatal(const char *text)
     fatal(text);
 }
 
-/* Run a region's host code with device addresses (called by abi.py without the GIL);
-   ``device`` is the offload device it runs on, -1 for the initial device. */
+/* Run a region's host code with device addresses (called by gomp.py and hostcode.py
+   without the GIL); ``device`` is the offload device it runs on, -1 for the initial
+   device. */
 static void pg_call_host(uintptr_t fn, uintptr_t *args, int device)
 {
     if (device >= 0)
@@ -1003,7 +1005,8 @@ EXPORT void GOMP_offload_unregister(const void *host_table, int target_type,
 /* The device type of the compute region this thread runs (0: none, the host). */
 static __thread int acc_region_type;
 
-/* Run a compute region's host code (called by abi.py without the GIL). */
+/* Run a compute region's host code (called by goacc.py and hostcode.py without the
+   GIL). */
 static void pg_call_acc(uintptr_t fn, uintptr_t *args, int type)
 {
     int outer = acc_region_type;
@@ -1231,7 +1234,7 @@ EXPORT int GOACC_get_thread_num(void)
     return 0;
 }
 
-/* The acc_* routines, answered by abi.py: one call with a routine number (R_*), three
+/* The acc_* routines, answered by acc_routines.py: one call with a routine number (R_*), three
    argument words and an async queue. */
 static uint64_t acc_call(int routine, uint64_t a, uint64_t b, uint64_t c, int async)
 {

@@ -1,1 +1,1 @@
-"""pygomp's built-in device plugins (installed as ``pygomp_plugins``)."""
+"""pygomp's built-in device plugins (installed as ``pygomp.plugins``)."""

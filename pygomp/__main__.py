@@ -64,7 +64,7 @@ def demo(args) -> int:
 
 
 def shim(args) -> int:
-    from .shim import path
+    from .csrc.shim import path
     print(path())
     return 0
 

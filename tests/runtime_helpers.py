@@ -28,7 +28,7 @@ from pygomp.runtime.devices import Device
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import INFINITY
 from pygomp.runtime.plugin import Image, KernelInfo
-from pygomp_plugins.host.plugin import HostPlugin
+from pygomp.plugins.host.plugin import HostPlugin
 
 
 class CountingHostPlugin(HostPlugin):

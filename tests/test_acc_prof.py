@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pygomp import acc, shim
+from pygomp import acc
+from pygomp.csrc import shim
 from pygomp.runtime import accprof, devices
 
 from test_shim import _env, _opencl_devices, _passed

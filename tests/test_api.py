@@ -25,7 +25,7 @@ HOSTDEV, CL, INITIAL = 0, 1, 2
 def pocl():
     """A PoCL device of a plugin instance of our own, or a skip saying why not."""
     try:
-        from pygomp_plugins.opencl.plugin import OpenCLPlugin
+        from pygomp.plugins.opencl.plugin import OpenCLPlugin
         p = OpenCLPlugin()
         found = p.select("pocl")
     except Exception as e:                  # noqa: BLE001

@@ -29,7 +29,7 @@ import pytest
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp import shim
+from pygomp.csrc import shim
 
 from test_fallback_regions import HERE, TIMEOUT
 from test_shim import _env, _opencl_devices, _passed

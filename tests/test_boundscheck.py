@@ -206,7 +206,7 @@ TARGETS = ("host", "opencl", "cuda")
 
 
 def dialect(name):
-    mod = pytest.importorskip(f"pygomp_plugins.{name}.target")
+    mod = pytest.importorskip(f"pygomp.plugins.{name}.target")
     return mod.HOOKS
 
 
@@ -299,7 +299,7 @@ class _WithRecord:
 
 @pytest.fixture(scope="module")
 def emu():
-    pytest.importorskip("pygomp_plugins.cuda.target")
+    pytest.importorskip("pygomp.plugins.cuda.target")
     import test_cuda_emu
     return test_cuda_emu
 
@@ -320,7 +320,7 @@ def lib(emu):
 
 def cuda(emu, lib, kernel, *args, geometry=(3, 2, 4)):
     """``kernel(*args)`` under the emulation: its result and the record's message."""
-    from pygomp_plugins.cuda.target import HOOKS
+    from pygomp.plugins.cuda.target import HOOKS
     record = np.zeros(BC.WORDS, np.int64)
     out = emu.run(lib, _WithRecord(kernel), args + (record,), *geometry)
     return out, BC.message(record, kernel.spec(args).unit(HOOKS).sites)

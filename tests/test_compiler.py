@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def host_dialect():
-    from pygomp_plugins.host.target import HOOKS
+    from pygomp.plugins.host.target import HOOKS
     return HOOKS
 
 
@@ -253,7 +253,7 @@ def k_huge_local(x):
 
 
 def test_c_compiler_error_points_at_python_line():
-    from pygomp_plugins.host.plugin import compile_c
+    from pygomp.plugins.host.plugin import compile_c
     fn = reductions.lower(frontend.compile_function(k_huge_local, [F64]))
     unit = emit.emit(fn, host_dialect())
     line, _ = line_of(k_huge_local, "# MARK")

@@ -19,7 +19,7 @@ import pygomp.kernels as omp
 from pygomp import CompileError
 from pygomp.runtime import cache, devices, mapping, tasks
 
-nvrtc = pytest.importorskip("pygomp_plugins.cuda.nvrtc")
+nvrtc = pytest.importorskip("pygomp.plugins.cuda.nvrtc")
 
 
 def cuda_plugin():
@@ -176,7 +176,7 @@ def test_the_contracts_cuda_source_builds():
     except nvrtc.NvrtcMissing as e:
         pytest.skip(str(e))
     from test_contract import CUDA_SOURCE
-    from pygomp_plugins.cuda.plugin import OPTIONS
+    from pygomp.plugins.cuda.plugin import OPTIONS
     ptx = nvrtc.compile(CUDA_SOURCE, f"compute_{min(nvrtc.supported_archs())}", OPTIONS)
     assert all(f".entry {e}(" in ptx.decode() for e in ("mean", "center", "report"))
 
@@ -275,7 +275,7 @@ def test_task_chain_runs_on_the_stream(gpu):
 
 
 def test_large_copies_through_staging(gpu):
-    from pygomp_plugins.cuda.plugin import CHUNK
+    from pygomp.plugins.cuda.plugin import CHUNK
     n = (5 * CHUNK + 24) // 8 + 3
     x = np.random.default_rng(2).random(n)
     y = x.copy()

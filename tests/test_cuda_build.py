@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import conftest  # noqa: E402
 
-nvrtc = pytest.importorskip("pygomp_plugins.cuda.nvrtc")
+nvrtc = pytest.importorskip("pygomp.plugins.cuda.nvrtc")
 ARCHS = (70, 80, 90)
 BATCH = 25                      # kernels per program
 
@@ -56,7 +56,7 @@ def sources():
     target built (the others test the compiler's errors), and the kernels the CUDA
     dialect refused or that would need all their blocks resident at once ({name:
     error}): no kernel may ask for a cooperative launch or synchronize the grid."""
-    from pygomp_plugins.cuda.target import HOOKS
+    from pygomp.plugins.cuda.target import HOOKS
     out, refused = {}, {}
     for spec in conftest.SPECS:
         if not any(t != "cuda" for t in spec.units):
@@ -75,7 +75,7 @@ def sources():
 
 def program(units):
     """One CUDA program holding the given sources (which share the dialect's preamble)."""
-    from pygomp_plugins.cuda.target import HOOKS
+    from pygomp.plugins.cuda.target import HOOKS
     pre = HOOKS.preamble(None).rstrip("\n")
     parts = [pre]
     for i, src in enumerate(units):
@@ -99,7 +99,7 @@ def ptxas_knows(arch):
 
 def build(units, arch, assemble):
     """Errors of building ``units`` for sm_<arch> ([] when all built)."""
-    from pygomp_plugins.cuda.plugin import OPTIONS
+    from pygomp.plugins.cuda.plugin import OPTIONS
     try:
         ptx = nvrtc.compile(program(units), f"compute_{arch}", OPTIONS, "kernels")
     except Exception as e:              # noqa: BLE001
@@ -119,7 +119,7 @@ def test_a_product_is_rounded_before_the_sum():
     """With the plugin's options NVRTC keeps ``x * y + z`` a product then a sum, as numpy
     rounds it (its default fuses them into one fma)."""
     _nvrtc_or_skip()
-    from pygomp_plugins.cuda.plugin import OPTIONS
+    from pygomp.plugins.cuda.plugin import OPTIONS
     src = ('extern "C" __global__ void k(double *x, double *y, double *z)'
            '{ int i = threadIdx.x; z[i] = x[i] * y[i] + z[i]; }')
     fused = nvrtc.compile(src, "compute_80", [o for o in OPTIONS if "fmad" not in o])
@@ -133,7 +133,7 @@ def test_every_kernel_builds_for_cuda(request):
     example_kernels()
     found, refused = sources()
     assert len(found) >= 9, "the examples alone make 9 kernels: is conftest.SPECS recording?"
-    from pygomp_plugins.cuda.plugin import OPTIONS
+    from pygomp.plugins.cuda.plugin import OPTIONS
     store = getattr(request.config, "cache", None)       # None under -p no:cacheprovider
     cache = pathlib.Path(store.mkdir("cuda-build") if store else tempfile.mkdtemp())
     ptxas = subprocess.run(["ptxas", "--version"], capture_output=True, text=True

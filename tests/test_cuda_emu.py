@@ -36,7 +36,7 @@ import pygomp.kernels as omp  # noqa: E402
 from pygomp.kernels import _word  # noqa: E402
 from pygomp.runtime.plugin import program  # noqa: E402
 
-target = pytest.importorskip("pygomp_plugins.cuda.target")
+target = pytest.importorskip("pygomp.plugins.cuda.target")
 if not shutil.which("g++"):
     pytest.skip("g++ is needed to emulate CUDA kernels", allow_module_level=True)
 

@@ -7,7 +7,7 @@ import pytest
 
 from pygomp.runtime.plugin import DeviceInfo, Image, KernelInfo, PluginError
 
-cuda = pytest.importorskip("pygomp_plugins.cuda.plugin")
+cuda = pytest.importorskip("pygomp.plugins.cuda.plugin")
 
 
 @pytest.fixture

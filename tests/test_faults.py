@@ -132,7 +132,7 @@ int main(void)
 
 
 def test_a_c_program_under_the_shim_faults_as_under_libgomp(tmp_path):
-    from pygomp import shim
+    from pygomp.csrc import shim
     (tmp_path / "far.c").write_text(FAR_C)
     exe = tmp_path / "far"
     subprocess.run(["gcc", "-fopenmp", "-foffload=disable", "-O1", str(tmp_path / "far.c"),

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 from pygomp.runtime import accmap, kinds, mapping
 from pygomp.runtime.mapping import Item, MappingError
 

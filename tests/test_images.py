@@ -14,7 +14,7 @@ from pygomp.runtime import images, kinds, mapping
 from pygomp.runtime.images import HostSymbol, OffloadImage
 from pygomp.runtime.mapping import INFINITY, Item
 from pygomp.runtime.plugin import Image, KernelInfo
-from pygomp_plugins.host.plugin import HostPlugin
+from pygomp.plugins.host.plugin import HostPlugin
 
 from runtime_helpers import (CountingHostPlugin, addr, build_so, fresh_device, host_table,
                              installed_devices, registered, settings, symbol_address,
@@ -233,7 +233,7 @@ def test_unloading_openmp_images_keeps_libgomp(tmp_path):
         from pygomp.runtime.images import HostSymbol, OffloadImage
         from pygomp.runtime.mapping import Item
         from pygomp.runtime.plugin import Image, KernelInfo
-        from pygomp_plugins.host.plugin import HostPlugin
+        from pygomp.plugins.host.plugin import HostPlugin
         p = HostPlugin()
         a = np.zeros(1000)
         for i in range(30):

@@ -117,7 +117,7 @@ int main(void)
 
 
 def test_sigint_ends_a_c_program_under_the_shim_as_under_libgomp(tmp_path):
-    from pygomp import shim
+    from pygomp.csrc import shim
     (tmp_path / "long.c").write_text(LONG_C)
     exe = tmp_path / "long"
     subprocess.run(["gcc", "-fopenmp", "-foffload=disable", "-O1", str(tmp_path / "long.c"),

@@ -116,7 +116,7 @@ COMPILE_ONLY = ("pygomp.compiler.frontend", "pygomp.compiler.emit", "pygomp.comp
                 "pygomp.compiler.precheck", "pygomp.runtime.tasks", "concurrent.futures",
                 "logging", "subprocess", "tempfile", "shutil", "json", "dataclasses",
                 "_hashlib", "hashlib", "hmac", "threading", "bisect",
-                "pygomp.runtime.accprof", "pygomp.runtime.trace", "pygomp_csrc.contract",
+                "pygomp.runtime.accprof", "pygomp.runtime.trace", "pygomp.csrc.contract",
                 "pygomp.api", "pygomp.constructs")
 
 

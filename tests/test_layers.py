@@ -1,6 +1,8 @@
-"""The layers import only downwards (docs/architecture.md): the runtime imports neither
-the compiler nor a plugin (plugins are found through entry points), the compiler imports
-no face, and running compiled images does not import the compiler."""
+"""The layers import only downwards (docs/architecture.md): every part of pygomp (the
+runtime, the compiler, the plugins, the C face, the Python faces, upc) imports only the
+parts below it; the runtime imports neither the compiler nor a plugin (plugins are found
+through entry points) nor a face, and running compiled images does not import the
+compiler."""
 import ast
 import os
 import pathlib
@@ -10,8 +12,30 @@ import sys
 import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FACES = {"pygomp.kernels", "pygomp.api", "pygomp.constructs", "pygomp.cli", "pygomp.acc",
-         "pygomp.upc", "pygomp.abi", "pygomp.shim", "pygomp.demo", "pygomp.__main__"}
+
+# The parts of pygomp, each with its folder and import name (docs/architecture.md,
+# "Layers").  Every other module in pygomp/ is one of the Python faces (kernels,
+# constructs, api, acc, cli, build, ...), but for the modules every part may use (BASE)
+# and the command line (`python -m pygomp`, which may use every part).
+PARTS = {"runtime": ("pygomp/runtime", "pygomp.runtime"),
+         "compiler": ("pygomp/compiler", "pygomp.compiler"),
+         "plugins": ("plugins", "pygomp.plugins"),
+         "C face": ("csrc", "pygomp.csrc"),
+         "upc": ("pygomp/upc", "pygomp.upc")}
+BASE = {"pygomp.errors", "pygomp.frozen", "pygomp._version"}
+COMMANDS = {"pygomp.__main__"}
+# What each part may import of pygomp besides itself and BASE: only what lies below it.
+# The C face calls the omp_* and acc_* routines, written once for both faces (ROUTINES);
+# only a plugin's dialect (target.py, loops.py) imports the compiler (a test below).
+MAY_IMPORT = {"runtime": set(),
+              "compiler": {"runtime"},
+              "plugins": {"runtime", "compiler"},
+              "C face": {"runtime"},
+              "Python faces": {"runtime", "compiler", "Python faces"},
+              "upc": {"runtime", "Python faces"}}
+ROUTINES = {"pygomp.api", "pygomp.acc", "pygomp.openacc"}
+HEAVY = {"pyopencl", "cupy", "mpi4py"}      # only in the plugin or module that needs them
+NO_HEAVY = {"runtime", "compiler", "C face", "Python faces"}
 
 
 def imports(path: pathlib.Path, package: str):
@@ -40,18 +64,100 @@ def _below(name, prefixes):
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def test_runtime_imports_no_compiler_plugin_or_face():
-    bad = {"pygomp.compiler", "pygomp_plugins", "pyopencl", "cupy", "mpi4py"} | FACES
-    found = {f: sorted(m for m in mods if _below(m, bad))
-             for f, mods in layer("pygomp/runtime", "pygomp.runtime").items()}
-    assert {f: m for f, m in found.items() if m} == {}
+def part_of(module):
+    """The part a module of pygomp belongs to ("base", "command", a key of MAY_IMPORT);
+    None for a module that is not pygomp's."""
+    if _below(module, BASE):
+        return "base"
+    if _below(module, COMMANDS):
+        return "command"
+    for part, (_, package) in PARTS.items():
+        if _below(module, [package]):
+            return part
+    return "Python faces" if _below(module, ["pygomp"]) else None
 
 
-def test_compiler_imports_no_face_and_no_plugin():
-    bad = FACES | {"pygomp_plugins", "pyopencl", "cupy"}
-    found = {f: sorted(m for m in mods if _below(m, bad))
-             for f, mods in layer("pygomp/compiler", "pygomp.compiler").items()}
-    assert {f: m for f, m in found.items() if m} == {}
+def modules(root=ROOT):
+    """(path, package it is in) of every module of pygomp, in every part's folder."""
+    out = [(p, "pygomp") for p in sorted((root / "pygomp").glob("*.py"))]
+    for folder, package in PARTS.values():
+        for p in sorted((root / folder).rglob("*.py")):
+            inner = p.parent.relative_to(root / folder).parts
+            out.append((p, ".".join((package, *inner))))
+    return out
+
+
+def _module_name(path, package):
+    return package if path.name == "__init__.py" else f"{package}.{path.stem}"
+
+
+def upward_imports(root=ROOT):
+    """{file: its imports that go up, or sideways into another part}."""
+    found = {}
+    for path, package in modules(root):
+        part = part_of(_module_name(path, package))
+        if part == "command":
+            continue
+        bad = []
+        names = imports(path, package)
+        for m in names:
+            if any(n.startswith(m + ".") for n in names):
+                continue        # `from m import n`: n says what is imported
+            to = part_of(m)
+            if to is None:
+                if part in NO_HEAVY and _below(m, HEAVY):
+                    bad.append(m)
+            elif not (to in (part, "base") or to in MAY_IMPORT[part]
+                      or part == "C face" and _below(m, ROUTINES)):
+                bad.append(m)
+        if bad:
+            found[str(path.relative_to(root))] = sorted(bad)
+    return found
+
+
+def test_every_part_is_listed_and_has_modules():
+    """Each part's folder is there with its modules, and each module is in one part."""
+    parts = [part_of(_module_name(p, pkg)) for p, pkg in modules()]
+    assert set(parts) == set(MAY_IMPORT) | {"base", "command"}
+    for folder, _ in PARTS.values():
+        assert (ROOT / folder / "__init__.py").is_file(), folder
+
+
+def test_imports_only_go_down():
+    """No module imports a part above its own: the runtime imports neither the compiler,
+    nor a plugin (plugins are found through entry points), nor a face (the C face
+    included); the compiler imports no face and no plugin; the C face imports neither
+    the compiler nor a plugin (it runs cached images) nor a Python face but the
+    routines; no face imports upc.  pyopencl, cupy and mpi4py are imported only in the
+    plugin or module that needs them."""
+    assert upward_imports() == {}
+
+
+def test_an_upward_import_is_caught(tmp_path):
+    """The check above sees an import of the C face in the runtime, written either way,
+    and one of a Python face in the C face."""
+    for folder, text in (("pygomp/runtime", "from ..csrc import contract\n"
+                                            "import pygomp.csrc.plans\n"),
+                         ("csrc", "from ..kernels import Kernel\nfrom .. import api\n")):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / "up.py").write_text(text)
+    assert upward_imports(tmp_path) == {
+        "pygomp/runtime/up.py": ["pygomp.csrc.contract", "pygomp.csrc.plans"],
+        "csrc/up.py": ["pygomp.kernels.Kernel"]}
+
+
+def test_the_parts_are_imported_by_their_names_in_pygomp():
+    """The C face and the plugins are imported as pygomp.csrc and pygomp.plugins, never
+    by their folders' names, anywhere in the project."""
+    found = {}
+    for folder in ("pygomp", "csrc", "plugins", "tests", "bench", "examples"):
+        for p in sorted((ROOT / folder).rglob("*.py")):
+            bad = [m for m in imports(p, "pygomp") if m.split(".")[0] in
+                   ("csrc", "plugins", "pygomp_csrc", "pygomp_plugins")]
+            if bad:
+                found[str(p.relative_to(ROOT))] = sorted(bad)
+    assert found == {}
 
 
 MAP_MODULES = ("entries", "mapping", "attach", "accmap", "calls", "intervals")
@@ -63,7 +169,7 @@ def test_only_the_map_modules_touch_the_map():
     entries are born and die, and counts change, in runtime/entries.py only."""
     touching = re.compile(r"\.map\.(find|lookup|insert|remove)\b|refcount|\bEntry\(")
     owners = {f"pygomp/runtime/{m}.py" for m in MAP_MODULES}
-    found = [str(p.relative_to(ROOT)) for folder in ("pygomp", "plugins")
+    found = [str(p.relative_to(ROOT)) for folder in ("pygomp", "plugins", "csrc")
              for p in sorted((ROOT / folder).rglob("*.py"))
              if str(p.relative_to(ROOT)) not in owners and touching.search(p.read_text())]
     assert found == []
@@ -99,8 +205,8 @@ def test_plugins_runtime_halves_do_not_import_the_compiler():
     for p in sorted((ROOT / "plugins").glob("*/*.py")):
         if p.name in ("target.py", "loops.py"):     # dialects build on the compiler
             continue
-        mods = imports(p, f"pygomp_plugins.{p.parent.name}")
-        assert not [m for m in mods if _below(m, {"pygomp.compiler"} | FACES)], p
+        mods = imports(p, f"pygomp.plugins.{p.parent.name}")
+        assert not [m for m in mods if part_of(m) == "compiler"], p
 
 
 RUN_IMAGE = textwrap.dedent("""
@@ -165,7 +271,7 @@ def test_every_error_pygomp_raises_has_one_root():
     from pygomp.cli import UsageError
     from pygomp.runtime import devices, entries, env, faults, plugin, tasks
     from pygomp.upc.world import UPCError
-    from pygomp_plugins.opencl.build import OpenCLBuildError
+    from pygomp.plugins.opencl.build import OpenCLBuildError
     kinds = {pygomp.CompileError: Exception, UsageError: Exception,
              plugin.PluginError: RuntimeError, faults.OverrunError: RuntimeError,
              OpenCLBuildError: RuntimeError, devices.OffloadError: RuntimeError,

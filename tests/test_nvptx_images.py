@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 from pygomp.runtime import images
 from pygomp.runtime.gcc_images import NvptxImage, entries
 from pygomp.runtime.plugin import Image
@@ -72,7 +72,7 @@ def built(offload_compiler, tmp_path_factory):
 # What a Python process that loads the shim and then a library sees in the registry.
 READER = textwrap.dedent(r"""
     import ctypes, json, sys
-    from pygomp import shim
+    from pygomp.csrc import shim
     from pygomp.runtime import images
     lib = shim.load()
     so = ctypes.CDLL(sys.argv[1])
@@ -227,7 +227,7 @@ def test_pending_images_are_read_once_and_only_for_their_target():
 
 # -- the CUDA plugin's convention for these images, with stand-ins for the GPU -------
 
-gcc = pytest.importorskip("pygomp_plugins.cuda.gcc")
+gcc = pytest.importorskip("pygomp.plugins.cuda.gcc")
 H200 = {"registers_per_multiprocessor": 65536, "multiprocessors": 132,
         "max_grid_dim_x": 2**31 - 1, "max_threads_per_block": 1024,
         "max_threads_per_multiprocessor": 2048}

@@ -17,7 +17,7 @@ from pygomp.errors import CompileError
 from pygomp.runtime import devices
 
 pytest.importorskip("pyopencl")
-from pygomp_plugins.opencl import target as cltarget  # noqa: E402
+from pygomp.plugins.opencl import target as cltarget  # noqa: E402
 
 
 from test_opencl_plugin import _opencl_device, dev  # noqa: E402,F401  (a fixture)
@@ -275,7 +275,7 @@ SECOND = textwrap.dedent("""
     import json, sys, numpy as np
     sys.path.insert(0, {tests!r})
     import test_kernels as k
-    from pygomp_plugins.opencl import build
+    from pygomp.plugins.opencl import build
     from pygomp.runtime import devices
     dev = [d for d in devices.all_devices() if d.plugin.name == "opencl"][0].number
     x = np.ones(1000)

@@ -10,7 +10,7 @@ from pygomp.runtime import devices, mapping
 from pygomp.runtime.plugin import PluginError
 
 pytest.importorskip("pyopencl")
-from pygomp_plugins.opencl import fast  # noqa: E402
+from pygomp.plugins.opencl import fast  # noqa: E402
 
 
 @omp.target

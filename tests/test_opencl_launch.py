@@ -9,7 +9,7 @@ import pygomp as omp
 from pygomp.runtime import devices
 
 pytest.importorskip("pyopencl")
-from pygomp_plugins.opencl import launch  # noqa: E402
+from pygomp.plugins.opencl import launch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_odd_rounds_take_no_empty_launch(dev, monkeypatch, how):
 def one_group(monkeypatch):
     """Set PYGOMP_OPENCL_ONE_GROUP for kernels loaded from now on; the runs of their
     programs of launches, counted."""
-    from pygomp_plugins.opencl import plugin
+    from pygomp.plugins.opencl import plugin
     runs = []
     real = plugin._Kernel._launches
     monkeypatch.setattr(plugin._Kernel, "_launches",
@@ -175,7 +175,7 @@ def test_one_group_runs_the_same_kernel(dev, one_group, mode):
 
 def test_one_group_is_chosen_by_timing_both(dev, one_group):
     """auto: the first runs alternate, each timed; then the faster way without timing."""
-    from pygomp_plugins.opencl import choice
+    from pygomp.plugins.opencl import choice
     runs = one_group("auto")
     kernel = omp.target(rounds)
     a = np.linspace(0.0, 1.0, 31)
@@ -192,7 +192,7 @@ def test_one_group_is_chosen_by_timing_both(dev, one_group):
 
 def test_the_choice_is_checked_again_later():
     """A program slowed during the first calls is timed again and chosen once faster."""
-    from pygomp_plugins.opencl.choice import MARGIN, TRIES, Choice
+    from pygomp.plugins.opencl.choice import MARGIN, TRIES, Choice
     c, ways = Choice("auto"), []
     for call in range(2 * TRIES + 40):
         one, timed = c.next()

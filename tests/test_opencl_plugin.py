@@ -16,8 +16,8 @@ from pygomp.runtime.mapping import Item
 from pygomp.runtime.plugin import KernelInfo, PluginError, Source
 
 pytest.importorskip("pyopencl")
-from pygomp_plugins.opencl import build  # noqa: E402
-from pygomp_plugins.opencl.plugin import OpenCLPlugin  # noqa: E402
+from pygomp.plugins.opencl import build  # noqa: E402
+from pygomp.plugins.opencl.plugin import OpenCLPlugin  # noqa: E402
 
 
 def _opencl_device():
@@ -435,8 +435,8 @@ def test_variables_are_zeroed_buffers(plugin, dev):
 CHILD = textwrap.dedent("""
     import json, sys
     from pygomp.runtime.plugin import KernelInfo, Source
-    from pygomp_plugins.opencl.plugin import OpenCLPlugin
-    from pygomp_plugins.opencl import build
+    from pygomp.plugins.opencl.plugin import OpenCLPlugin
+    from pygomp.plugins.opencl import build
     p = OpenCLPlugin()
     dev = p.select("pocl")[0] if p.select("pocl") else 0
     src = "__kernel void k(__global int *x, ulong xo) { x[get_global_id(0)] = %s; }"

@@ -9,7 +9,7 @@ import pytest
 PLUGIN = textwrap.dedent("""
     import ctypes, os, tempfile
     from pygomp.runtime.plugin import DeviceInfo, Kernel, Plugin
-    from pygomp_plugins.host.plugin import compile_c
+    from pygomp.plugins.host.plugin import compile_c
 
     class BytesKernel(Kernel):
         '''One C function per entry; the base does the rest of a run.'''
@@ -58,7 +58,7 @@ PLUGIN = textwrap.dedent("""
             return [BytesKernel(lib, info) for info in image.kernels], []
 
         def target_hooks(self):
-            from pygomp_plugins.host.target import HostDialect
+            from pygomp.plugins.host.target import HostDialect
 
             class BytesDialect(HostDialect):
                 target = "bytes"

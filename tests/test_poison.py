@@ -157,7 +157,7 @@ int main(void) {
 
 def test_c_program_under_the_shim(tmp_path):
     """C maps carry no type: 0xA5 bytes, a double array's too."""
-    from pygomp import shim
+    from pygomp.csrc import shim
     from test_shim import _env
     src, exe = tmp_path / "poison.c", tmp_path / "poison"
     src.write_text(C_PROGRAM)

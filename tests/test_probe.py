@@ -122,7 +122,7 @@ def test_the_same_cpu_is_numbered_once(tmp_path):
 
 def test_a_warm_start_builds_no_probe(tmp_path):
     _opencl()
-    count = "from pygomp_plugins.opencl import build\n" \
+    count = "from pygomp.plugins.opencl import build\n" \
             "calls, probe = [], build._probe\n" \
             "build._probe = lambda *a: calls.append(a) or probe(*a)\n" \
             "from pygomp.runtime import devices\n" \

@@ -399,7 +399,7 @@ def test_c_program_passes_its_structs(particles_exe, where):
     """A C program's array of structs goes to a kernel as the record array its dtype
     describes, in the program's own target data region (present: no copy) and alone."""
     import subprocess
-    from pygomp import shim
+    from pygomp.csrc import shim
     from pygomp.runtime import devices
     if where == "opencl" and not any(d.plugin.name == "opencl" for d in
                                      devices.all_devices()):

@@ -21,7 +21,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 from pygomp.runtime import kinds, mapping
 from pygomp.runtime.mapping import Item, MappingError
 
@@ -198,9 +198,9 @@ def test_a_region_imports_only_what_it_needs(runs):
     done = runs["imports"]
     assert done.returncode == 0, done.stderr[-3000:]
     imported = re.findall(r"^import '([\w.]+)'", done.stderr, re.M)
-    assert "pygomp.abi" in imported and "pygomp_plugins.host.plugin" in imported
+    assert "pygomp.csrc.abi" in imported and "pygomp.plugins.host.plugin" in imported
     assert [m for m in imported if m.split(".")[0] in ("numpy", "pyopencl", "cupy")
-            or m.startswith(("pygomp.compiler", "pygomp_plugins.opencl"))] == []
+            or m.startswith(("pygomp.compiler", "pygomp.plugins.opencl"))] == []
 
 
 def test_a_c_program_writes_its_profile(runs):
@@ -283,7 +283,7 @@ def test_clean_environment(runs):
 
 
 def test_python_and_c_share_one_runtime(runs):
-    """pygomp.shim.load(): C code loaded with ctypes sees Python's maps and the other
+    """pygomp.csrc.shim.load(): C code loaded with ctypes sees Python's maps and the other
     way round (tests/c/interop.py asserts each step)."""
     _passed(runs["interop"])
     assert "interop ok" in runs["interop"].stdout

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 
 from test_shim import _env, _fatal, _opencl_devices, _passed
 

@@ -1,16 +1,18 @@
-"""The numbers and layouts that csrc/shim.c and pygomp/abi.py share: written once, in
-csrc/contract.py, and given to C by build.py; where Python keeps its own copy of a
-number (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py), it agrees."""
+"""The numbers and layouts that csrc/shim.c and the Python half of libpygomp.so share:
+written once, in csrc/contract.py (or in the runtime module it takes them from), and
+given to C by build.py; where a face keeps its own copy of a number (pygomp/build.py,
+pygomp/acc.py), it agrees."""
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
 
-from pygomp import abi, acc, build
-from pygomp.runtime import accprof, faults, gcc_images
-from pygomp_csrc import build as shim_build
-from pygomp_csrc import contract
+from pygomp import acc, build
+from pygomp.csrc import abi, tables
+from pygomp.csrc import build as shim_build
+from pygomp.csrc import contract
+from pygomp.runtime import accprof
 
 SHIM = (Path(__file__).parent.parent / "csrc" / "shim.c").read_text()
 
@@ -48,23 +50,28 @@ def test_shim_uses_every_number_and_defines_none():
 
 def test_python_copies_agree():
     assert build.TARGET_TYPE == contract.TARGET_TYPE
-    assert gcc_images.NVIDIA_PTX == contract.NVIDIA_PTX
-    assert acc.async_sync == accprof.ASYNC_SYNC == contract.ASYNC_SYNC
+    assert acc.async_sync == contract.ASYNC_SYNC
     prof = (Path(__file__).parent.parent / "csrc" / "prof.c").read_text()
     assert int(re.search(r"EV_LAST = (\d+)", prof).group(1)) == len(accprof.EVENTS)
     assert (acc.device_none, acc.device_host, acc.device_host_nonshm,
             acc.device_not_host) == (contract.ACC_DEVICE_NONE, contract.ACC_DEVICE_HOST,
                                      contract.ACC_DEVICE_HOST_NONSHM,
                                      contract.ACC_DEVICE_NOT_HOST)
-    assert (faults.HEAD, faults.TAIL, faults.MAGIC, faults.PATTERN) == (
-        contract.GUARD_HEAD, contract.GUARD_TAIL, contract.GUARD_MAGIC, contract.GUARD_PATTERN)
 
 
 def test_pygomp_tables():
-    """build.py's table struct, as abi.py reads it: one 8-byte word per field after the
-    8-byte magic."""
-    assert abi.MAGIC == build.MAGIC.encode() + b"\0" and len(abi.MAGIC) == 8
+    """build.py's table struct, as tables.py reads it: one 8-byte word per field after
+    the 8-byte magic."""
+    assert tables.MAGIC == build.MAGIC.encode() + b"\0" and len(tables.MAGIC) == 8
     struct = re.search(r"struct pygomp_table \{(.*?)\};", build.PRELUDE, re.S).group(1)
     fields = re.findall(r"(\w+)(?:\[\d+\])?;", struct)
     assert fields == ["magic", "meta", "n_codes", "codes", "sizes"]
-    assert [abi.META, abi.N_CODES, abi.CODES, abi.SIZES] == [1, 2, 3, 4]
+    assert [tables.META, tables.N_CODES, tables.CODES, tables.SIZES] == [1, 2, 3, 4]
+
+
+def test_the_python_half_defines_every_extern_python_function():
+    """Each ``extern "Python"`` function that build.py declares is defined once, in one
+    of the modules `abi.attach` gives cffi, and nothing else there is named pg_py_*."""
+    declared = re.findall(r'extern "Python" [\w ]+?\*?\s*(pg_py_\w+)\(', shim_build.PYTHON_HALF)
+    assert len(declared) == len(set(declared)) > 20
+    assert sorted(abi.externs()) == sorted(declared)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 
 from test_shim import _env, _fatal
 
 HERE = Path(__file__).parent / "c"
 
 BROKEN = '''
-from pygomp_plugins.host.plugin import HostPlugin
+from pygomp.plugins.host.plugin import HostPlugin
 
 
 class BrokenPlugin(HostPlugin):
@@ -62,7 +62,7 @@ def test_internal_failure_in_a_region_prints_its_traceback(tmp_path, broken_plug
     assert re.search(r'File ".*broken_plugin\.py", line 9, in _alloc_impl\n\s+return \{\}\[5\]',
                      err), err
     assert "\nKeyError: 5\n" in err
-    assert re.search(r'File ".*pygomp/abi\.py", line \d+, in pg_py_target', err), err
+    assert re.search(r'File ".*csrc/gomp\.py", line \d+, in pg_py_target', err), err
     assert err.rstrip().splitlines()[-1].startswith("libgomp: "), err   # the traceback first
     assert "many maps ok" not in done.stdout
 

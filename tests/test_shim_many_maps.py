@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pygomp import shim
+from pygomp.csrc import shim
 
 from test_shim import _env, _passed
 

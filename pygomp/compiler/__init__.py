@@ -28,8 +28,8 @@
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
 
 A plugin's ``target_hooks()`` returns a `dialect.Dialect` instance: the host one is
-``pygomp_plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
-``pygomp_plugins.opencl.target``, CUDA C in ``pygomp_plugins.cuda.target`` (the last two
+``pygomp.plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
+``pygomp.plugins.opencl.target``, CUDA C in ``pygomp.plugins.cuda.target`` (the last two
 on `workgroup.WorkGroupDialect`).  The compiler writes source text only: the plugin
 compiles it for a device.
 Address spaces (SYCL 2020: global, local, private) are part of `types.Array`; a helper

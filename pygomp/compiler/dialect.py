@@ -1,7 +1,7 @@
 """`Dialect`: the hooks through which a target's dialect tells the emitter what differs.
 
 A plugin gives its dialect through ``Plugin.target_hooks()``: an instance of a `Dialect`
-subclass (the host one is ``pygomp_plugins.host.target.HOOKS``; OpenCL and CUDA build
+subclass (the host one is ``pygomp.plugins.host.target.HOOKS``; OpenCL and CUDA build
 on `pygomp.compiler.workgroup.WorkGroupDialect`).  The defaults write C; `c_const` is
 the C text of a scalar constant.  The emitter that calls the hooks is
 `pygomp.compiler.emit.Emitter`.

@@ -4,7 +4,7 @@ The emitter writes expressions, statements, helpers and declarations in the C sy
 three languages share (C, OpenCL C, CUDA C), with ``#line`` directives so that a compiler
 error points at the Python line.  A plugin gives its dialect through
 ``Plugin.target_hooks()``: an instance of a `pygomp.compiler.dialect.Dialect` subclass
-(the host one is ``pygomp_plugins.host.target.HOOKS``).
+(the host one is ``pygomp.plugins.host.target.HOOKS``).
 
 A unit also describes its kernel for the plugin (`Dialect.kernel_info`, one
 `pygomp.runtime.plugin.KernelInfo` per kernel, which describes the argument words that

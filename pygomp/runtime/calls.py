@@ -18,9 +18,10 @@ any error.
 
 A C region of such a call (libpygomp.so) may run without Python: C gets its `plan`,
 good under the same rule, and carries it out itself; the device's `GateLock` keeps
-Python's map and counts right meanwhile (csrc/shim.c).  C reads the version as an
-epoch (`GateLock.current`): a call that stays fresh gives the map back the epoch it
-began with, so that the plans of two regions in one loop stay good.
+Python's map and counts right meanwhile (its C half, and shim.c, are the C face's:
+pygomp/csrc/plans.py).  C reads the version as an epoch (`GateLock.current`): a call
+that stays fresh gives the map back the epoch it began with, so that the plans of two
+regions in one loop stay good.
 """
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ from .intervals import hits
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
 SMALL = 1 << 16     # bytes: an absent item up to this size is made at each call
 MADE = 8            # at most this many such items in one call
+# The plans of regions that C runs itself (`Call.plan`; the C face gives C these numbers):
+# items at most, and the flags of an item made at each region.
+PLAN_ITEMS = 8
+PLAN_MADE = 1
+PLAN_TO = 2
+PLAN_FROM = 4
 
 
 class Call:
@@ -204,7 +211,7 @@ class Call:
         if self.version == dev.map.version and (self.words is None
                                                 or self.planned == self.epoch):
             return None                 # as the last time (read unlocked: a hint)
-        if not (_c and self.host_code and len(self.items) <= _contract.PLAN_ITEMS
+        if not (self.host_code and len(self.items) <= PLAN_ITEMS
                 and isinstance(dev.lock, GateLock)
                 and dev.plugin.name == "host" and not dev.is_initial) \
                 or profiled() or _traced() or env.settings().info or env.settings().poison:
@@ -346,9 +353,8 @@ def _traced():
     return mapping.observer is not None
 
 
-# -- regions that C runs itself (libpygomp.so; csrc/shim.c says how) -------------------
+# -- regions that C runs itself (libpygomp.so; pygomp/csrc/plans.py says how) ---------
 
-_c = _ffi = _contract = None    # libpygomp.so's lib and ffi, and csrc/contract.py
 _plans = {}                     # a plan's id -> (items, entries, counted, made, its call)
 _landing = {}                   # an adopted region's token -> what ends it
 _ids = itertools.count(1)
@@ -357,23 +363,7 @@ _epochs = itertools.count(1)    # `GateLock.current`: never 0, which C starts wi
 
 def _flags(it):
     t = kinds.traits(it.kind)
-    p = _contract
-    return p.PLAN_MADE | (p.PLAN_TO if t.to else 0) | (p.PLAN_FROM if t.from_ else 0)
-
-
-def use_c(ffi, lib) -> None:
-    """libpygomp.so is loaded: devices of the host plugin found from now on get a
-    `GateLock`."""
-    global _c, _ffi, _contract
-    from pygomp_csrc import contract
-    _c, _ffi, _contract = lib, ffi, contract
-    devices.lock_maker(_new_lock)
-
-
-def _new_lock(dev):
-    if dev.plugin.name == "host" and not dev.is_initial:
-        return GateLock(dev)
-    return _thread.RLock()
+    return PLAN_MADE | (PLAN_TO if t.to else 0) | (PLAN_FROM if t.from_ else 0)
 
 
 def forget(pid) -> None:
@@ -385,10 +375,10 @@ def forget(pid) -> None:
 
 class GateLock:
     """A device's lock where C may run planned regions: an RLock that, once C has a plan
-    for the device (`gate`), keeps C from starting regions there while held, adopts the
-    regions in flight there on taking it (their made items become entries, their
-    present entries are counted), and tells C the epoch of the map (`current`) on
-    letting go."""
+    for the device (`gate`), stops C from starting regions there while held and adopts
+    the regions in flight there on taking it (`_take_impl`), and tells C the epoch of
+    the map (`current`) on letting go (`_let_go_impl`).  The C face makes these locks
+    (`devices.lock_maker`) and implements the two hooks."""
     __slots__ = ("_lock", "_dev", "_depth", "_gated", "_seen", "_epoch")
 
     def __init__(self, dev):
@@ -417,10 +407,9 @@ class GateLock:
             return False
         if self._gated and not self._depth:
             try:
-                if _c.pg_gate_enter(self._dev.number):
-                    _adopt(self._dev)
+                self._take_impl(self._dev)
             except BaseException:
-                _c.pg_gate_leave(self._dev.number, self.current())
+                self._let_go_impl(self._dev, self.current())
                 self._lock.release()
                 raise
         self._depth += 1
@@ -431,28 +420,36 @@ class GateLock:
     def release(self):
         self._depth -= 1
         if self._gated and not self._depth:
-            _c.pg_gate_leave(self._dev.number, self.current())
+            self._let_go_impl(self._dev, self.current())
         self._lock.release()
 
     def __exit__(self, *exc):
         self.release()
 
+    def _take_impl(self, dev):
+        """Hook: C starts no region on ``dev`` until `_let_go_impl`; each one in flight
+        there is given to `adopt`."""
+        raise NotImplementedError
 
-def _adopt(dev):
-    """Take over the regions C has in flight on ``dev`` (under its lock): as if `run`
-    had begun them."""
-    out = _ffi.new("uint64_t[]", 2 + _contract.PLAN_ITEMS)
-    while _c.pg_gate_take(dev.number, out):
-        token, (items, entries, counted, made, _) = out[0], _plans[out[1]]
-        entries, new = list(entries), []
-        for i in made:
-            it = items[i]
-            e = birth(dev, it.addr, it.addr + it.size, out[2 + i], alloc=out[2 + i])
-            entries[i] = e
-            new.append(e)
-        counted = list(counted) + new
-        ref(counted, 1)
-        _landing[token] = (dev, items, entries, counted)
+    def _let_go_impl(self, dev, epoch):
+        """Hook: C may start regions on ``dev`` again, by the plans good at ``epoch``."""
+        raise NotImplementedError
+
+
+def adopt(dev, token, pid, addresses) -> None:
+    """Take over a region that C runs on ``dev`` by plan ``pid``, in flight as ``token``
+    (under the device's lock): as if `run` had begun it.  ``addresses``: per item, the
+    device address of an item C made for it."""
+    items, entries, counted, made, _ = _plans[pid]
+    entries, new = list(entries), []
+    for i in made:
+        it = items[i]
+        e = birth(dev, it.addr, it.addr + it.size, addresses[i], alloc=addresses[i])
+        entries[i] = e
+        new.append(e)
+    counted = list(counted) + new
+    ref(counted, 1)
+    _landing[token] = (dev, items, entries, counted)
 
 
 def land(token) -> None:

@@ -41,7 +41,7 @@ _lock_maker = None      # what a face registered to make devices' locks (`lock_m
 
 def lock_maker(make) -> None:
     """Devices found from now on get ``make(device)`` as their lock (libpygomp.so
-    registers `calls.GateLock` for its host devices: C runs regions there too)."""
+    registers a `calls.GateLock` for its host devices: C runs regions there too)."""
     global _lock_maker
     _lock_maker = make
 

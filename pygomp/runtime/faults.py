@@ -22,7 +22,8 @@ header before it (its address and size, so that C finds the end from the address
 kernel's array words once the kernel returns; a damaged one is put back and the call
 raises `OverrunError` naming the kernel and the array (`overrun`).  The small items that
 libpygomp.so's C makes for the regions it runs have the same header and guard
-(csrc/contract.py's GUARD_*), so that Python frees them once it adopted them.
+(these numbers, which the C face gives C as GUARD_*), so that Python frees them once
+it adopted them.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Host code run on the host with a host view of a device's memory.
 
 A region with no image on a device whose memory the host cannot use runs its host code
-this way (`pygomp.abi`): the device ranges its words point into are copied to host
-memory, the code runs on the copies, and only the bytes it changed go back.
+this way (the C face's `pygomp.csrc.hostcode`): the device ranges its words point into
+are copied to host memory, the code runs on the copies, and only the bytes it changed
+go back.
 """
 from __future__ import annotations
 

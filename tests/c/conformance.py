@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dejagnu import directives, flags_match, holds, tcl, words
-from pygomp import shim
+from pygomp.csrc import shim
 from pygomp.runtime import env, kinds
 
 OPENMP_SUITES = ("libgomp.c", "libgomp.c-c++-common", "libgomp.fortran")

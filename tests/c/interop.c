@@ -1,4 +1,4 @@
-/* A C library that Python loads with ctypes after pygomp.shim.load(): its target
+/* A C library that Python loads with ctypes after pygomp.csrc.shim.load(): its target
    regions run through the runtime that Python already uses. */
 #include <omp.h>
 

@@ -5,9 +5,9 @@ import sys
 import numpy as np
 
 import pygomp as omp
-import pygomp.shim
+import pygomp.csrc.shim
 
-pygomp.shim.load()
+pygomp.csrc.shim.load()
 lib = ctypes.CDLL(sys.argv[1])
 lib.c_scale.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_double]
 for f in (lib.c_is_present, lib.c_enter, lib.c_exit):

@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pygomp import shim
+from pygomp.csrc import shim
 
 OFFLOAD = ["-foffload=nvptx-none", "-foffload-options=nvptx-none=-misa=sm_80"]
 SUITES = {"libgomp.c": ["-fopenmp"], "libgomp.c-c++-common": ["-fopenmp"],
