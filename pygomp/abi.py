@@ -31,7 +31,7 @@ import traceback
 from pygomp_csrc import contract
 from pygomp_csrc.contract import AccOp, Op, Routine as R
 
-from . import acc, api
+from . import api, openacc as acc
 from .runtime import (accmap, accprof, calls, deferred, devices, elf_tables, env,
                       gcc_images, hostview, images, kinds, mapping, trace)
 from .errors import PygompError

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pygomp import acc, shim
+from pygomp import openacc as acc
+from pygomp import shim
 from pygomp.runtime import accprof, devices
 
 from test_shim import _env, _opencl_devices, _passed
@@ -235,7 +236,7 @@ def test_python_registration_counts_toggles_and_orders():
 def test_no_callback_leaves_the_paths_alone():
     """Without a callback no record is made, and the plugins' alloc is their own (in a
     fresh process: a callback that met a device leaves a watch on its plugin)."""
-    code = ("import numpy as np; from pygomp import acc; from pygomp.runtime import accprof\n"
+    code = ("import numpy as np; from pygomp import openacc as acc; from pygomp.runtime import accprof\n"
             "x = np.ones(4); dev = acc.current(); acc.copyin(x)\n"
             "assert accprof.mask == 0 and accprof.current() is None\n"
             "acc.delete(x)\n"

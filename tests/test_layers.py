@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FACES = {"pygomp.kernels", "pygomp.api", "pygomp.constructs", "pygomp.cli", "pygomp.acc",
+FACES = {"pygomp.kernels", "pygomp.api", "pygomp.constructs", "pygomp.cli", "pygomp.openacc",
          "pygomp.upc", "pygomp.abi", "pygomp.shim", "pygomp.demo", "pygomp.__main__"}
 
 

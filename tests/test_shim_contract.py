@@ -7,7 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from pygomp import abi, acc, build
+from pygomp import abi, build
+from pygomp import openacc as acc
 from pygomp.runtime import accprof, faults, gcc_images
 from pygomp_csrc import build as shim_build
 from pygomp_csrc import contract

@@ -32,9 +32,9 @@ import os
 import threading
 from contextlib import contextmanager
 
-from .constructs import array_item, one_clause
-from .runtime import accmap, accprof, accqueues, deferred, devices, env, kinds, mapping
-from .runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noqa: F401
+from ..constructs import array_item, one_clause
+from ..runtime import accmap, accprof, accqueues, deferred, devices, env, kinds, mapping
+from ..runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noqa: F401
                               ev_compute_construct_start, ev_create, ev_delete,
                               ev_device_init_end, ev_device_init_start,
                               ev_device_shutdown_end, ev_device_shutdown_start,
@@ -44,7 +44,7 @@ from .runtime.accprof import (EVENTS, ev_alloc, ev_compute_construct_end,  # noq
                               ev_enter_data_end, ev_enter_data_start, ev_exit_data_end,
                               ev_exit_data_start, ev_free, ev_none, ev_runtime_shutdown,
                               ev_update_end, ev_update_start, ev_wait_end, ev_wait_start)
-from .runtime.mapping import Item, MappingError
+from ..runtime.mapping import Item, MappingError
 
 device_none, device_default, device_host, device_host_nonshm = 0, 1, 2, 3
 device_not_host, device_nvidia, device_radeon, device_opencl = 4, 5, 8, 16
@@ -284,7 +284,7 @@ def get_property(num, t, prop):
     where its plugin does not tell; free memory: 0, never known), or its name, vendor
     (the plugin's platform, else pygomp) and driver (pygomp and the plugin); None for
     another property.  The initial device answers as libgomp's host device does."""
-    from . import __version__
+    from .. import __version__
     devs = _devices_of(_resolve(t))
     if not 0 <= num < len(devs):
         raise MappingError(f"device {num} out of range")
