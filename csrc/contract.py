@@ -3,7 +3,7 @@
 build.py writes them into the library's C source ahead of shim.c (`c_text`: an enum per
 `ENUMS` entry, a ``#define`` per `DEFINES` entry); abi.py reads them from here.  A name
 shim.c uses and this table lacks fails the build; the ones whose Python home is
-elsewhere (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py, runtime/faults.py) are
+elsewhere (pygomp/build.py, pygomp/openacc/, runtime/gcc_images.py, runtime/faults.py) are
 compared with it
 in tests/test_shim_contract.py.
 """

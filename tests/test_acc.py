@@ -1,4 +1,4 @@
-"""pygomp.acc: OpenACC's data routines and data region on numpy arrays, on every device.
+"""pygomp.openacc: OpenACC's data routines and data region on numpy arrays, on every device.
 
 On an offload device memory is separate: the tests read the device copy back through
 acc.deviceptr + omp_target_memcpy and see stale values where nothing was copied.  On the

@@ -168,7 +168,7 @@ def on_host_device():
     dev = _host_device()
     if dev is None:
         pytest.skip("no host device")
-    acc.set_device_num(acc._devices_of(acc.device_host_nonshm).index(dev),
+    acc.set_device_num(acc.devices_of(acc.device_host_nonshm).index(dev),
                        acc.device_host_nonshm)
     yield dev
 

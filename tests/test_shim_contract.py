@@ -1,6 +1,6 @@
 """The numbers and layouts that csrc/shim.c and pygomp/abi.py share: written once, in
 csrc/contract.py, and given to C by build.py; where Python keeps its own copy of a
-number (pygomp/build.py, pygomp/acc.py, runtime/gcc_images.py), it agrees."""
+number (pygomp/build.py, pygomp/openacc/, runtime/gcc_images.py), it agrees."""
 from __future__ import annotations
 
 import re
