@@ -79,7 +79,7 @@ def c_region(exe, n, preload=None, callback=False):
 def python_update(n, callback=False):
     """Microseconds of one acc.update_device (run in a fresh process by `py_row`)."""
     import numpy as np
-    from pygomp import acc
+    from pygomp import openacc as acc
     a = np.zeros(16)
     seen = []
     if callback:

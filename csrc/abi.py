@@ -18,7 +18,7 @@ import re
 import sys
 import traceback
 
-from .. import acc
+from .. import openacc as acc
 from ..errors import PygompError
 from ..runtime import accprof, devices, elf_tables, images, kinds, mapping, trace
 from ..runtime.entries import Item

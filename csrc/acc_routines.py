@@ -1,13 +1,13 @@
 """The acc_* routines: shim.c's one-line C functions call
 ``pg_py_acc(routine, three words, async, &result)``, where ``routine`` is the routine's
-number (`contract.Routine`, ``R_*`` in C); each number has its `pygomp.acc` routine
+number (`contract.Routine`, ``R_*`` in C); each number has its `pygomp.openacc` routine
 here, the words read as C's arguments (`_s`: a signed int), the value as C's result.
 """
 from __future__ import annotations
 
 import ctypes
 
-from .. import acc
+from .. import openacc as acc
 from ..runtime import kinds
 from ..runtime.entries import WORD
 from .contract import Routine as R

@@ -5,7 +5,7 @@ build.py writes them into the library's C source ahead of shim.c (`c_text`: an e
 A name shim.c uses and this table lacks fails the build.  The numbers whose home is in
 the runtime (its plans, guarded allocations, GCC's image type, OpenACC's synchronous
 queue) are taken from there; the copies kept in the faces (pygomp/build.py,
-pygomp/acc.py) are compared with these in tests/test_shim_contract.py.
+pygomp/openacc/) are compared with these in tests/test_shim_contract.py.
 """
 from __future__ import annotations
 

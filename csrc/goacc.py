@@ -3,14 +3,14 @@
 GOACC_enter_data, GOACC_exit_data, GOACC_enter_exit_data, GOACC_update, GOACC_declare
 and GOACC_wait (`pg_py_acc_data`); GOACC_data_end ends through `gomp.pg_py_end_data`.
 
-They run on `pygomp.acc`'s current device of the thread, with OpenACC's reference
+They run on `pygomp.openacc`'s current device of the thread, with OpenACC's reference
 counts; ``async`` work goes to that device's queues (`acc.run`) after the wait list.
 The items keep libgomp's alignment byte (`abi.acc_items`).  Under OpenACC's profiling
 interface (`accprof.mask`) each construct raises its events.
 """
 from __future__ import annotations
 
-from .. import acc
+from .. import openacc as acc
 from ..runtime import accmap, accprof, deferred, devices, env, kinds, mapping
 from . import abi, gomp, hostcode, tables
 from .contract import AccOp

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 
-from .. import acc
+from .. import openacc as acc
 from ..runtime import accprof, calls, devices, env, kinds, mapping
 from . import abi, hostcode, plans, tables
 from .contract import Op

@@ -12,7 +12,7 @@ events.
 """
 from __future__ import annotations
 
-from .. import acc
+from .. import openacc as acc
 from ..runtime import accmap, accprof, deferred, hostview, kinds, mapping
 from ..runtime.entries import PTR
 from . import abi

@@ -1,4 +1,4 @@
-"""python -m pygomp {info, demo, compile, build, shim}."""
+"""python -m pygomp {info, demo, compile, build, shim, language}."""
 from __future__ import annotations
 
 import argparse
@@ -63,6 +63,27 @@ def demo(args) -> int:
     return run_demo(args.size)
 
 
+def language(args) -> int:
+    """The kernel language: the AST kinds a kernel may contain, then the functions it may
+    call, by group, each with its line of doc."""
+    import ast
+    from .compiler import callables
+    from .compiler.frontend import SUPPORTED
+    print("Python a kernel may contain (AST node kinds):")
+    for title, base in (("statements", ast.stmt), ("expressions", ast.expr)):
+        print(f"  {title}:")
+        for k, kind in SUPPORTED.items():
+            if issubclass(k, base):
+                print(f"    {k.__name__:<20} {kind.doc}")
+    print(f"Functions a kernel may call ({len(callables.ENTRIES)}):")
+    for group, title in callables.GROUPS.items():
+        print(f"  {title}:")
+        for e in callables.ENTRIES:
+            if e.group == group:
+                print(f"    {e.name:<20} {e.doc}")
+    return 0
+
+
 def shim(args) -> int:
     from .csrc.shim import path
     print(path())
@@ -76,6 +97,8 @@ def main(argv=None) -> int:
     d = sub.add_parser("demo", help="run the examples on every device, checked against numpy")
     d.add_argument("--size", type=int, default=0, help="problem size (0: each example's own)")
     d.set_defaults(func=demo)
+    sub.add_parser("language", help="what a kernel may contain and call, with a line each"
+                   ).set_defaults(func=language)
     sub.add_parser("shim", help="the path of libpygomp.so, the C face (built if needed)"
                    ).set_defaults(func=shim)
     sub.add_parser("compile", help="print the generated source of the kernels in a file "

@@ -1,4 +1,4 @@
-"""pygomp.acc: OpenACC's data routines and data region on numpy arrays, on every device.
+"""pygomp.openacc: OpenACC's data routines and data region on numpy arrays, on every device.
 
 On an offload device memory is separate: the tests read the device copy back through
 acc.deviceptr + omp_target_memcpy and see stale values where nothing was copied.  On the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pygomp as omp
-from pygomp import acc
+from pygomp import openacc as acc
 from pygomp.runtime import accqueues, devices, mapping
 
 
@@ -318,7 +318,7 @@ def _python(code, **environ):
 
 
 def test_acc_device_type_and_num_from_the_environment():
-    code = ("from pygomp import acc; d = acc.current(); "
+    code = ("from pygomp import openacc as acc; d = acc.current(); "
             "print(d.number, d.plugin.name if not d.is_initial else 'initial', "
             "acc.get_device_type(), acc.get_device_num(acc.get_device_type()))")
     r = _python(code, PYGOMP_DEVICES="host", ACC_DEVICE_TYPE="host")

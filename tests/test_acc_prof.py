@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pygomp import acc
+from pygomp import openacc as acc
 from pygomp.csrc import shim
 from pygomp.runtime import accprof, devices
 
@@ -168,7 +168,7 @@ def on_host_device():
     dev = _host_device()
     if dev is None:
         pytest.skip("no host device")
-    acc.set_device_num(acc._devices_of(acc.device_host_nonshm).index(dev),
+    acc.set_device_num(acc.devices_of(acc.device_host_nonshm).index(dev),
                        acc.device_host_nonshm)
     yield dev
 
@@ -236,7 +236,7 @@ def test_python_registration_counts_toggles_and_orders():
 def test_no_callback_leaves_the_paths_alone():
     """Without a callback no record is made, and the plugins' alloc is their own (in a
     fresh process: a callback that met a device leaves a watch on its plugin)."""
-    code = ("import numpy as np; from pygomp import acc; from pygomp.runtime import accprof\n"
+    code = ("import numpy as np; from pygomp import openacc as acc; from pygomp.runtime import accprof\n"
             "x = np.ones(4); dev = acc.current(); acc.copyin(x)\n"
             "assert accprof.mask == 0 and accprof.current() is None\n"
             "acc.delete(x)\n"

@@ -141,3 +141,20 @@ def test_compile_error_on_a_guessed_type_says_how_to_give_one(tmp_path):
         "--signature, e.g. --signature spmv=float64[:],float64[:]"]
     r = pygomp("compile", str(f), "--signature", "spmv=int64[:],float64[:]")
     assert r.returncode == 0, r.stderr
+
+
+def test_language_prints_both_tables_with_a_line_each():
+    from pygomp.compiler.callables import ENTRIES, GROUPS
+    from pygomp.compiler.frontend import SUPPORTED
+    r = pygomp("language")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for kind, k in SUPPORTED.items():
+        assert f"    {kind.__name__:<20} {k.doc}" in lines
+    assert f"Functions a kernel may call ({len(ENTRIES)}):" in lines
+    at = {line.strip(): i for i, line in enumerate(lines)}
+    for e in ENTRIES:                   # each under its group's title
+        line = f"{e.name:<20} {e.doc}"
+        assert line in at, line
+        title = max((at[f"{t}:"], g) for g, t in GROUPS.items() if at[f"{t}:"] < at[line])
+        assert title[1] == e.group, e.name

@@ -33,7 +33,7 @@ MAY_IMPORT = {"runtime": set(),
               "C face": {"runtime"},
               "Python faces": {"runtime", "compiler", "Python faces"},
               "upc": {"runtime", "Python faces"}}
-ROUTINES = {"pygomp.api", "pygomp.acc", "pygomp.openacc"}
+ROUTINES = {"pygomp.api", "pygomp.openacc"}
 HEAVY = {"pyopencl", "cupy", "mpi4py"}      # only in the plugin or module that needs them
 NO_HEAVY = {"runtime", "compiler", "C face", "Python faces"}
 

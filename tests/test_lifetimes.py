@@ -155,7 +155,7 @@ def test_openacc_async_copyout_keeps_its_array_until_done(device):
     """A queued copy-back still holds its array after the entry is gone from the map;
     once the queue has done it, nothing does."""
     import threading
-    from pygomp import acc
+    from pygomp import openacc as acc
     d = devices.all_devices()[device]
     if d.is_initial:
         acc.set_device_type(acc.device_host)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pygomp
-from pygomp import acc
+from pygomp import openacc as acc
 from pygomp.runtime import devices
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import pygomp
 import pygomp.kernels as omp
-from pygomp import acc
+from pygomp import openacc as acc
 from pygomp.runtime import devices, env
 
 F64 = 0x7FF4000000000000

@@ -50,7 +50,8 @@ def run(text, tmp_path, mpi=0):
 
 def test_every_block_is_tested():
     assert len(BLOCKS) == len(blocks())        # one block a section: names stay unique
-    assert set(BLOCKS) == {"Kernels", "NVIDIA GPUs", "Data mapping", "OpenACC: `pygomp.acc`",
+    assert set(BLOCKS) == {"Kernels", "NVIDIA GPUs", "Data mapping",
+                           "OpenACC: `pygomp.openacc`",
                            "Profiling: OpenACC's interface for tools",
                            "Shared arrays over MPI ranks: `pygomp.upc`"}
 
@@ -72,7 +73,7 @@ def test_data_mapping_fails_where_it_says(tmp_path):
 
 
 def test_openacc(tmp_path):
-    rc, out, err = run(BLOCKS["OpenACC: `pygomp.acc`"], tmp_path)
+    rc, out, err = run(BLOCKS["OpenACC: `pygomp.openacc`"], tmp_path)
     assert rc == 0, err
     assert out.strip() == "[2. 2. 2.]"
 

@@ -1,14 +1,15 @@
 """The numbers and layouts that csrc/shim.c and the Python half of libpygomp.so share:
 written once, in csrc/contract.py (or in the runtime module it takes them from), and
 given to C by build.py; where a face keeps its own copy of a number (pygomp/build.py,
-pygomp/acc.py), it agrees."""
+pygomp/openacc/), it agrees."""
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
 
-from pygomp import acc, build
+from pygomp import build
+from pygomp import openacc as acc
 from pygomp.csrc import abi, tables
 from pygomp.csrc import build as shim_build
 from pygomp.csrc import contract

@@ -1,6 +1,7 @@
 """The kernel compiler: Python AST -> typed IR -> C-family source for a target dialect.
 
     frontend.py    ast -> IR through a whitelist visitor (errors: `pygomp.errors`); the C semantics
+    callables.py   the functions a kernel may call, one registry (python -m pygomp language)
     precheck.py    what `@omp.target` checks before any argument type is known
     annotate.py    parameter annotations (one parser for kernels, build and the CLI)
     statements.py  the visitor's statements;  loops.py  its for loops and clauses

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import ir
 from . import types as T
-from .calls import ABS, COMPLEX, MATH
+from .callables import ABS, COMPLEX, MATH
 from .computed import Made
 from .expressions import _i, _indices, _is_shape, dims, is_transpose
 

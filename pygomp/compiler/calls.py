@@ -4,44 +4,14 @@ from __future__ import annotations
 
 import ast
 import builtins
-import cmath
-import math
 
 import numpy as np
 
 from . import complexes, ir, lang, precheck
 from . import types as T
+from .callables import (ABS, ATOMICS, BUILTINS, COMPLEX, COMPLEX_METHODS, MATH,
+                        MINMAX)
 from .expressions import _UNSET, _i, _result_type
-
-# math functions by object -> (generic name, kind); kind: "f" float result, "i" int result
-MATH = {}
-for _n in ("sqrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh "
-           "atanh erf erfc expm1 log1p fabs atan2 pow hypot fmod copysign gamma lgamma").split():
-    if hasattr(math, _n):
-        MATH[getattr(math, _n)] = (_n, "f")
-MATH[math.floor] = ("floor", "i")
-MATH[math.ceil] = ("ceil", "i")
-MATH[math.trunc] = ("trunc", "i")
-MATH[math.isnan] = ("isnan", "b")
-MATH[math.isinf] = ("isinf", "b")
-MATH[math.isfinite] = ("isfinite", "b")
-for _np, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("log2", "log2"),
-                ("log10", "log10"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"),
-                ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"),
-                ("cosh", "cosh"), ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"),
-                ("arctanh", "atanh"), ("expm1", "expm1"), ("log1p", "log1p"),
-                ("fabs", "fabs"), ("arctan2", "atan2"), ("power", "pow"), ("hypot", "hypot"),
-                ("fmod", "fmod"), ("copysign", "copysign"), ("floor", "floor"),
-                ("ceil", "ceil"), ("trunc", "trunc")):
-    MATH[getattr(np, _np)] = (_n, "f")
-for _np in ("isnan", "isinf", "isfinite"):
-    MATH[getattr(np, _np)] = (_np, "b")
-MINMAX = {builtins.min: "min", builtins.max: "max",       # Python's: the first NaN wins
-          np.minimum: "minimum", np.maximum: "maximum"}   # numpy's: any NaN wins
-ABS = (builtins.abs, np.abs, np.absolute)
-COMPLEX = {np.conj: "conj", np.conjugate: "conj", np.real: "real", np.imag: "imag",
-           cmath.exp: "exp", cmath.sqrt: "sqrt"}     # besides abs, np.exp and np.sqrt
-
 
 class Calls:
     """Mixin of `frontend.Frontend`: the calls of `frontend.SUPPORTED`."""
@@ -54,11 +24,11 @@ class Calls:
         f = node.func
         if isinstance(f, ast.Lambda):
             raise self.error(node, precheck.LAMBDA)
-        if isinstance(f, ast.Attribute) and f.attr == "conjugate" and not node.args \
+        if isinstance(f, ast.Attribute) and f.attr in COMPLEX_METHODS and not node.args \
                 and self.callee(f) is _UNSET:       # z.conjugate()
             z = self.expr(f.value)
             if isinstance(z.type, T.Scalar):
-                return complexes.call(self, "conj", [z], node)
+                return complexes.call(self, COMPLEX_METHODS[f.attr], [z], node)
         made = self.array_call(node)        # numpy reductions, np.where (arrays.py)
         if made is not None:
             return made
@@ -69,12 +39,12 @@ class Calls:
         if node.keywords:
             raise self.error(node, f"{ast.unparse(node.func)}(): keyword arguments are not "
                                    f"supported here")
-        if obj in lang.BUILTINS:
+        if obj in BUILTINS:
             self.no_args(node, 0)
-            return ir.Builtin(lang.BUILTINS[obj], type=T.INT64)
+            return ir.Builtin(BUILTINS[obj], type=T.INT64)
         if isinstance(obj, lang.DeclareTarget):
             return self.helper_call(obj, node)
-        if obj in lang.ATOMICS:
+        if obj in ATOMICS:
             if node is not getattr(self, "atomic_call", None):
                 raise self.error(node, f"{ast.unparse(node.func)}(): call it as a statement or "
                                        f"assign its value (the old element) to a variable: "

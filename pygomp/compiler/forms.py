@@ -17,9 +17,9 @@ import copy
 
 from . import ir, lang, precheck, records, scoping
 from . import types as T
+from .callables import ITERATORS, LOOPS
 from .expressions import _i
 
-ITERATORS = (builtins.enumerate, builtins.zip)
 
 
 def _load(name, at):
@@ -95,7 +95,7 @@ class Forms:
                 parts = [self.iterable(a, s, pre) for a in node.args]
                 n = parts[0][0] if len(parts) == 1 else _call("min", [p[0] for p in parts], s)
                 return n, lambda k: [e(k) for _, e in parts]
-            if obj in lang.LOOPS:
+            if obj in LOOPS:
                 raise self.error(s, f"{what}: omp loops are index-based; loop over the "
                                     f"index (for i in {what}) and read the elements")
         view = self.binds_view(node)

@@ -1,5 +1,6 @@
 """Python AST -> typed IR.  `SUPPORTED` lists the Python a kernel may contain: each
-supported AST node kind with the method that turns it into IR.  Any other kind is a
+supported AST node kind with the method that turns it into IR (and a line of doc); the
+functions a kernel may call are `callables.ENTRIES`.  Any other kind is a
 `CompileError` naming the construct, with the file, line and source (`Frontend.visit`).
 
 A kernel computes what the same function computes run by Python on numpy arrays (with
@@ -42,13 +43,15 @@ from __future__ import annotations
 
 import ast
 import copy
+from typing import NamedTuple
 
 from ..errors import CompileError  # noqa: F401  (compiler users catch it here)
 from . import annotate, ir, precheck, scoping
 from . import types as T
 from .arrays import Arrays
 from .boundscheck import RECORD
-from .calls import MATH, Calls
+from .callables import MATH
+from .calls import Calls
 from .computed import Computed
 from .expressions import Expressions
 from .forms import Forms, Nested, Tuples
@@ -60,31 +63,37 @@ from .scans import Scans
 from .statements import Statements
 from .views import Strided, Views
 
+class Kind(NamedTuple):
+    method: object      # the Frontend method that turns the node into IR
+    doc: str            # one line
+
+
 SUPPORTED = {
     # statements
-    ast.Assign: Statements.stmt_Assign,         # also a, b = e, f and local arrays
-    ast.AugAssign: Statements.stmt_AugAssign,   # x += e
-    ast.AnnAssign: Statements.stmt_AnnAssign,   # x: float32 = e
-    ast.Expr: Statements.stmt_Expr,             # a call; a docstring
-    ast.If: Statements.stmt_If,
-    ast.For: Loops.stmt_For,                    # range and the parallel loops of `lang`
-    ast.While: Statements.stmt_While,
-    ast.Break: Statements.stmt_Break,
-    ast.Continue: Statements.stmt_Continue,
-    ast.Return: Statements.stmt_Return,
-    ast.Pass: Statements.stmt_Pass,
-    ast.FunctionDef: Nested.stmt_FunctionDef,   # a nested def: a helper (forms.py)
+    ast.Assign: Kind(Statements.stmt_Assign, "x = e; also a, b = e, f and local arrays"),
+    ast.AugAssign: Kind(Statements.stmt_AugAssign, "x += e (and the other operators)"),
+    ast.AnnAssign: Kind(Statements.stmt_AnnAssign, "x: float32 = e"),
+    ast.Expr: Kind(Statements.stmt_Expr, "a call as a statement; a docstring"),
+    ast.If: Kind(Statements.stmt_If, "if / elif / else"),
+    ast.For: Kind(Loops.stmt_For, "range, arrays, enumerate, zip and the omp loops"),
+    ast.While: Kind(Statements.stmt_While, "a sequential loop"),
+    ast.Break: Kind(Statements.stmt_Break, "out of a sequential loop"),
+    ast.Continue: Kind(Statements.stmt_Continue, "to a loop's next iteration"),
+    ast.Return: Kind(Statements.stmt_Return, "a scalar or a tuple of scalars"),
+    ast.Pass: Kind(Statements.stmt_Pass, "nothing"),
+    ast.FunctionDef: Kind(Nested.stmt_FunctionDef, "a nested def: a helper"),
     # expressions
-    ast.Constant: Expressions.expr_Constant,
-    ast.Name: Expressions.expr_Name,
-    ast.Attribute: Expressions.expr_Attribute,  # a.shape, a.size, a.ndim; module constants
-    ast.Subscript: Expressions.expr_Subscript,
-    ast.BinOp: Expressions.expr_BinOp,
-    ast.UnaryOp: Expressions.expr_UnaryOp,
-    ast.Compare: Expressions.expr_Compare,
-    ast.BoolOp: Expressions.expr_BoolOp,
-    ast.IfExp: Expressions.expr_IfExp,
-    ast.Call: Calls.expr_Call,                  # what `calls` knows, declare_target helpers
+    ast.Constant: Kind(Expressions.expr_Constant, "numbers, True, False; strings in print"),
+    ast.Name: Kind(Expressions.expr_Name, "variables, parameters, module constants"),
+    ast.Attribute: Kind(Expressions.expr_Attribute, "a.shape, a.size, a.ndim, a.T, z.real, "
+                                                    "z.imag; module constants"),
+    ast.Subscript: Kind(Expressions.expr_Subscript, "indices, slices, record fields"),
+    ast.BinOp: Kind(Expressions.expr_BinOp, "+ - * / // % ** << >> & | ^ @"),
+    ast.UnaryOp: Kind(Expressions.expr_UnaryOp, "-x, +x, ~x, not x"),
+    ast.Compare: Kind(Expressions.expr_Compare, "< <= > >= == !=, chained"),
+    ast.BoolOp: Kind(Expressions.expr_BoolOp, "and, or"),
+    ast.IfExp: Kind(Expressions.expr_IfExp, "a if c else b"),
+    ast.Call: Kind(Calls.expr_Call, "the functions of `callables`; declare_target helpers"),
 }
 assert SUPPORTED.keys() == precheck.KINDS       # what @omp.target checks at once
 
@@ -265,10 +274,10 @@ class Frontend(Statements, Loops, Forms, Tuples, Nested, Expressions, Calls, Arr
         refused here."""
         if id(node) in self.elems:
             return copy.deepcopy(self.elems[id(node)])
-        method = SUPPORTED.get(type(node))
-        if method is None:
+        kind = SUPPORTED.get(type(node))
+        if kind is None:
             raise self.error(node, precheck.refusal(node))
-        return method(self, node)
+        return kind.method(self, node)
 
     def block(self, stmts):
         out = []

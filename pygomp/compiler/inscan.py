@@ -30,6 +30,7 @@ import numpy as np
 
 from . import ir, lang, precheck, steps
 from . import types as T
+from .callables import SCANS
 from .expressions import _i
 from .reductions import combine, local_name
 from .scans import BLOCKS, _add, _div, _max
@@ -84,7 +85,7 @@ class Inscan:
         body = s.body
         top = [k for k, st in enumerate(body) if self.scan_call(st)]
         nested = [n for st in body if not self.scan_call(st) for n in ast.walk(st)
-                  if isinstance(n, ast.Call) and _in(self.callee(n.func), lang.SCANS)]
+                  if isinstance(n, ast.Call) and _in(self.callee(n.func), SCANS)]
         if nested:
             raise self.error(nested[0], "the scan directive (omp.inclusive or "
                                         "omp.exclusive) must stand directly in the body of "
@@ -96,7 +97,7 @@ class Inscan:
                                 f"omp.exclusive({', '.join(ops)}), in its body; it has "
                                 f"{len(top)}")
         call = body[top[0]].value
-        kind = lang.SCANS[self.callee(call.func)]
+        kind = SCANS[self.callee(call.func)]
         if call.keywords or not all(isinstance(a, ast.Name) for a in call.args):
             raise self.error(call, f"omp.{kind}() takes the inscan variables by name")
         named = [a.id for a in call.args]
@@ -130,7 +131,7 @@ class Inscan:
 
     def scan_call(self, st):
         return isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
-            and _in(self.callee(st.value.func), lang.SCANS)
+            and _in(self.callee(st.value.func), SCANS)
 
     def scan_updates(self, st, name, op, kind):
         """Refuse a use of ``name`` in the input phase other than ``name OP= e`` (``name

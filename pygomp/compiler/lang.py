@@ -107,37 +107,33 @@ def exclusive(*names):
 
 
 def gang_id():
+    """This gang's number, from 0."""
     return 0
 
 
 def worker_id():
+    """This worker's number in its gang, from 0."""
     return 0
 
 
 def vector_id():
+    """This vector lane's number, from 0."""
     return 0
 
 
 def num_gangs():
+    """The number of gangs running."""
     return 1
 
 
 def num_workers():
+    """The number of workers in each gang."""
     return 1
 
 
 def vector_length():
+    """The number of vector lanes of a worker."""
     return 1
-
-
-LOOPS = {gang: ("gang",), worker: ("worker",), vector: ("vector",),
-         parallel_range: ("gang", "worker", "vector")}
-ATOMICS = {atomic_add: "add", atomic_max: "max", atomic_min: "min",
-           atomic_exchange: "exchange", atomic_cas: "cas"}
-SCANS = {inclusive: "inclusive", exclusive: "exclusive"}
-BUILTINS = {gang_id: "gang_id", worker_id: "worker_id", vector_id: "vector_id",
-            num_gangs: "num_gangs", num_workers: "num_workers",
-            vector_length: "vector_length"}
 
 
 class DeclareTarget:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import builtins
 
-from . import ir, lang, nonneg, precheck, scoping, steps
+from . import ir, nonneg, precheck, scoping, steps
 from . import types as T
+from .callables import LOOPS
 from .expressions import _UNSET, _i
 from .reductions import OPS, local_name
 
@@ -43,8 +44,8 @@ class Loops:
         obj = self.callee(s.iter.func)
         if obj is builtins.range:
             return self.seq_for(s)
-        if obj in lang.LOOPS:
-            return self.par_for(s, lang.LOOPS[obj])
+        if obj in LOOPS:
+            return self.par_for(s, LOOPS[obj])
         raise self.error(s, f"cannot loop over {ast.unparse(s.iter)}: use range(...) or an "
                             f"omp loop")
 
@@ -270,7 +271,7 @@ class Loops:
             scope.inferred.add(name)
 
     def is_par_loop(self, node):
-        return isinstance(node.iter, ast.Call) and self.callee(node.iter.func) in lang.LOOPS
+        return isinstance(node.iter, ast.Call) and self.callee(node.iter.func) in LOOPS
 
     def clause_names(self, node):
         """(loop variables, private names, reduction names) of a nested parallel loop."""

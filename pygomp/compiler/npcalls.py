@@ -19,16 +19,11 @@ import numpy as np
 from . import complexes, ir
 from . import types as T
 from .arrays import length
+from .callables import METHODS, REDUCE
 from .computed import Made
 from .expressions import _UNSET, _i, _result_type
 from .reductions import OPS, combine, local_name
 
-# numpy reductions: the function or method name -> the reduction operator
-REDUCE = {np.sum: "+", np.prod: "*", np.min: "min", np.max: "max", np.amin: "min",
-          np.amax: "max", np.dot: "dot", np.matmul: "dot", np.argmin: "argmin",
-          np.argmax: "argmax", np.linalg.norm: "norm"}     # the 2-norm, Frobenius's
-METHODS = {"sum": "+", "prod": "*", "min": "min", "max": "max", "argmin": "argmin",
-           "argmax": "argmax"}
 
 
 class NumpyCalls:

@@ -14,7 +14,7 @@ import re
 import textwrap
 
 from ..errors import CompileError
-from . import lang
+from .callables import LOOPS
 
 # the node kinds of `frontend.SUPPORTED` (the front end checks that they are its keys)
 KINDS = frozenset((
@@ -223,7 +223,7 @@ class _Check:
                 todo += ast.iter_child_nodes(n)
 
     def is_par_loop(self, s):
-        return isinstance(s.iter, ast.Call) and _in(self.static(s.iter.func), lang.LOOPS)
+        return isinstance(s.iter, ast.Call) and _in(self.static(s.iter.func), LOOPS)
 
     def clauses(self, s):
         for a in s.iter.args:

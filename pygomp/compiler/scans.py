@@ -18,10 +18,10 @@ import numpy as np
 
 from . import ir
 from . import types as T
+from .callables import CUMULATIVE
 from .expressions import _i
 from .reductions import combine
 
-SCANS = {np.cumsum: "+", np.cumprod: "*"}
 BLOCKS = 1024
 
 
@@ -33,7 +33,7 @@ class Scans:
 
     def scan_assign(self, target, call, s):
         name = ast.unparse(call.func)
-        op = SCANS[self.callee(call.func)]
+        op = CUMULATIVE[self.callee(call.func)]
         if len(call.args) != 1 or call.keywords:
             raise self.error(call, f"{name}(x) takes one array in kernels (axis= and "
                                    f"dtype= are not supported)")
@@ -99,7 +99,7 @@ class Scans:
 
 def _known(obj):
     try:
-        return obj in SCANS
+        return obj in CUMULATIVE
     except TypeError:
         return False
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import ir, lang, nonneg, precheck
 from . import types as T
+from .callables import ATOMICS, SCANS
 from .expressions import _BINOPS, _UNSET, dims
 from .scoping import as_load
 
@@ -38,11 +39,11 @@ class Statements:
             return ir.Barrier()
         if obj is lang.atomic_add:
             return self.atomic(s.value)
-        if obj in lang.SCANS:
+        if obj in SCANS:
             self.scan_directive(s)
         if obj is builtins.print:
             return self.print_call(s.value)
-        if obj in lang.ATOMICS:
+        if obj in ATOMICS:
             self.atomic_call = s.value
         return ir.ExprStmt(self.expr(s.value))
 
@@ -75,7 +76,7 @@ class Statements:
     def atomic(self, call, capture=False):
         """``omp.atomic_<op>(a, i, ...)``: ir.AtomicAdd for a statement that adds to a type
         atomic_add always took, else an ir.Atomic (whose value is the old element)."""
-        op = lang.ATOMICS[self.callee(call.func)]
+        op = ATOMICS[self.callee(call.func)]
         self.no_args(call, 4 if op == "cas" else 3)
         arr, idx, *vals = call.args
         target = self.subscript(arr, idx.elts if isinstance(idx, ast.Tuple) else [idx], call)

@@ -8,13 +8,13 @@ callback, per event, for all events and per thread).  `mask` has bit E set while
 callback for event E is registered and enabled: every hook tests it first, so that with
 no callback nothing else runs.
 
-A construct (or an acc_* routine) that profiles makes a `Record`, current for its
-thread while it runs (libgomp's per-thread prof_info): the events inside it (alloc,
-create, upload, launch, ...) use its device, queue and construct.  Their order is the
-order of the work: `queued` events go into the construct's list of deferred device work
-(`deferred.later`), so a synchronous construct dispatches each when its place comes,
-and an async one (`acc.run`) dispatches them all when it queues its work, with the
-enqueue events of its copies and launches (`expand`).
+A construct (or an acc_* routine) that profiles makes a `Record`, current for its thread
+while it runs (libgomp's per-thread prof_info): the events inside it (alloc, create,
+upload, launch, ...) use its device, queue and construct. Their order is the order of
+the work: `queued` events go into the construct's list of deferred device work
+(`deferred.later`), so a synchronous construct dispatches each when its place comes, and
+an async one (`openacc.queues.run`) dispatches them all when it queues its work, with
+the enqueue events of its copies and launches (`expand`).
 """
 from __future__ import annotations
 
@@ -300,7 +300,7 @@ def _queued_fire(rec, event, info, fields):
 
 def queued(rec, event, info=None, **fields):
     """`fire` in the order of the device work (`deferred.later`): now, or where a
-    deferred construct's work does it (`acc.run`).  Returns the event info."""
+    deferred construct's work does it (`openacc.queues.run`).  Returns the event info."""
     if info is None:
         info = rec.event_info()
     if mask >> event & 1:

@@ -1,10 +1,10 @@
-"""OpenACC's async queues, per device (what `pygomp.acc`'s routines queue work on).
+"""OpenACC's async queues, per device (what `pygomp.openacc`'s routines queue work on).
 
 A queue's work runs as runtime tasks (`pygomp.runtime.tasks`), each after the one
 before; the first error stops the queue's later work until `wait` raises it.  An
 error nobody waited for is printed at exit.  Copies to the host land in host memory
 only from host threads (below), so that no timing changes a program's answer.  Every
-function takes the device: choosing it is `pygomp.acc`'s business.
+function takes the device: choosing it is `pygomp.openacc`'s business.
 """
 from __future__ import annotations
 
