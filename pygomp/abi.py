@@ -55,6 +55,8 @@ def attach(ffi_, lib_) -> None:
         if name.startswith("pg_py_"):
             ffi.def_extern(name=name, onerror=_on_error)(fn)
     calls.use_c(ffi, lib)
+    if not sys.orig_argv:       # this library started Python: a C program's numbering
+        devices.native_first()
     for found in elf_tables.loaded():
         if found.variables:
             images.register(elf_tables.offload_table(found))
