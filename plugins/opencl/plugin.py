@@ -1,4 +1,4 @@
-"""OpenCL devices through pyopencl (imported lazily, on first discovery).
+"""OpenCL devices through pyopencl (imported lazily, when a device first starts).
 
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
@@ -16,7 +16,10 @@ a device with the generic address space builds with its ``-cl-std`` and
 Discovery: every device builds and runs a probe kernel (`build.probe`, cached on disk);
 one that fails keeps the reason in ``DeviceInfo.problem`` and comes after those that
 work.  Every CPU device is the host's CPU: the first that works stands for it, the
-others are ``same_as`` it (the wheel's PoCL and the system's, say).
+others are ``same_as`` it (the wheel's PoCL and the system's, say).  What is found is
+kept in the disk cache under a key of what decides it (`_discovery_key`), so that a
+process counts its devices without pyopencl and without starting OpenCL (half a second
+with PoCL); the first device to start finds them again and checks them against it.
 
 Kernel parameters: as `KernelInfo` says.  The global scratch is one buffer per kernel
 and device; the private scratch one buffer for every entry, sized for the largest.
@@ -584,7 +587,8 @@ def _discovery_key() -> str:
              if k.startswith(("OCL_", "POCL_", "PYGOMP_OPENCL_"))]
     path = os.environ.get("PATH", "").split(os.pathsep)
     parts.append(any(os.access(os.path.join(d, "ld"), os.X_OK) for d in path if d))
-    parts += [len(os.sched_getaffinity(0)), os.cpu_count(), os.sysconf("SC_PHYS_PAGES")]
+    parts += [os.cpu_count(), _machine("sched_getaffinity", 0), _machine("sysconf",
+                                                                    "SC_PHYS_PAGES")]
     files = [__file__, _build.__file__, "/etc/ld.so.cache"]
     icds = list(_ICD_DIRS) + os.environ.get("OCL_ICD_VENDORS", "").split(os.pathsep)
     for name in _PACKAGES:
@@ -607,6 +611,15 @@ def _discovery_key() -> str:
         except OSError:
             parts.append(f"{f} -")
     return cache.key("opencl devices", *parts)
+
+
+def _machine(call, arg):
+    """What ``os.<call>(arg)`` says (a set: its size), or None where it cannot say."""
+    try:
+        got = getattr(os, call)(arg)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return len(got) if isinstance(got, set) else got
 
 
 def _digest(code: bytes) -> str:
