@@ -141,3 +141,23 @@ def test_devices_changed_since_they_were_cached(tmp_path):
                    "(from pygomp's cache): run the program again", str(n + 1)], out
     assert _python(tmp_path, "from pygomp.runtime import devices\n"
                              "print(len(devices.plugin('opencl').devices()))") == str(n)
+
+
+@pytest.mark.parametrize("carries", ["", "opencl", "cuda"])
+def test_a_c_programs_order_follows_the_images_it_carries(program, carries):
+    """`devices.native_first` (what libpygomp.so asks for in a C program): devices of a
+    plugin whose target a registered table has an image for, then the host plugin's,
+    then the others; a table of OpenCL images (`python -m pygomp build`'s) puts PoCL
+    back first.  The images are registered before the devices are found, as a
+    program's constructors register them."""
+    code = ("from pygomp.runtime import devices, images\n"
+            "from pygomp.runtime.contract import Image\n"
+            "devices.native_first()\n"
+            f"if {carries!r}:\n"
+            f"    images.register(images.OffloadImage([], [], [Image({carries!r}, b'')]))\n"
+            "print(' '.join(d.plugin.name for d in devices.all_devices()[:-1]))")
+    python = program[3]
+    native = {"host", carries}
+    want = sorted(python, key=lambda name: (name not in native, name == "host"))
+    assert want[0] == (carries if carries in python else "host")
+    assert _python(program[2], code).split() == want

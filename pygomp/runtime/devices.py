@@ -3,9 +3,10 @@
 Offload devices are numbered 0..n-1 in the order of PYGOMP_DEVICES (unset: every device
 of every installed plugin, GPUs first, the host plugin's device last, or in a C program
 those that run its code natively first (`native_first`); ``none``: no offload device);
-the initial device, number n, is the host itself: shared memory, no mapping.  Only devices that work are numbered, one for each piece of hardware
-(`Plugin.choose`); a broken device that PYGOMP_DEVICES names is numbered, and its first
-use is an OffloadError that says why it does not work.
+the initial device, number n, is the host itself: shared memory, no mapping.  Only
+devices that work are numbered, one for each piece of hardware (`Plugin.choose`); a
+broken device that PYGOMP_DEVICES names is numbered, and its first use is an
+OffloadError that says why it does not work.
 """
 from __future__ import annotations
 
@@ -138,6 +139,7 @@ class Device:
 _lock = _thread.allocate_lock()
 _devices = None          # offload devices, then the initial device last
 _native = False          # a C program's order (`native_first`)
+_default = _thread._local()     # omp_set_default_device, per thread
 
 
 def native_first() -> None:
@@ -160,7 +162,6 @@ def _order(native):
         foreign = native is not None and p.name != "host" and p.target not in native
         return foreign, p.name == "host", p.devices()[d[1]].kind != "gpu"
     return key
-_default = _thread._local()     # omp_set_default_device, per thread
 
 
 def plugins() -> dict:
