@@ -136,7 +136,7 @@ def test_devices_and_selection():
         assert p.select("POCL:0") == pocl[:1]
     assert p.select("no-such-device") == []
     for i, info in enumerate(infos):        # what the plugin claims, checked by compiling
-        cldev, caps = p._cldevs[i], p.device_capabilities(i)
+        cldev, caps = p.cl_device(i)[0], p.device_capabilities(i)
         std = info.properties["cl_std"]
         if "generic_address_space" in caps:
             assert std in ("CL2.0", "CL3.0") and _builds(cldev, GENERIC, f"-cl-std={std}")
