@@ -24,16 +24,17 @@ saxpy on PoCL, examples/c/kernels.py's kernel on a million floats kept present b
 called from Python (wall-clock time, best of 7 repeats: the kernel runs in PoCL's
 threads).
 
-Start-up: whole processes, best of 9 (the programs start and end in turn): a program
-with one empty target region (`map(tofrom: x)`) and one with none, under libgomp alone
-and under libpygomp.so on the host device, with every device (PYGOMP_DEVICES unset: the
-region runs on the host plugin's device, PoCL's devices are counted, not started), and
-with the region on PoCL (what starting the embedded Python, pygomp and the devices
-costs a program).  ``--startup`` measures start-up alone.
+Start-up: whole processes, best of 9 in wall-clock and in CPU time (the programs start
+and end in turn): a program with one empty target region (`map(tofrom: x)`) and one
+with none, under libgomp alone and under libpygomp.so on the host device, with every
+device (PYGOMP_DEVICES unset: the region runs on the host plugin's device, PoCL's
+devices are counted, not started), and with the region on PoCL (what starting the
+embedded Python, pygomp and the devices costs a program).  ``--startup`` measures start-up alone.
 """
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -127,8 +128,14 @@ STARTUP = {"one empty region": "int main(void) { int x = 0;\n"
                         " for (int i = 0; i < 100; i++) s += i;\n return s != 4950; }\n"}
 
 
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def startup(tmp, lib, repeat=9):
-    """{program: {runtime: best seconds}} of whole processes, run in turn."""
+    """{program: {runtime: (best wall-clock seconds, best CPU seconds)}} of whole
+    processes, run in turn (CPU time, every thread's, changes less on a busy machine)."""
     runtimes = {"libgomp alone": {}, "shim, host device": {"LD_PRELOAD": lib,
                                                            "PYGOMP_DEVICES": "host"},
                 "shim, every device": {"LD_PRELOAD": lib},       # PYGOMP_DEVICES unset
@@ -141,14 +148,15 @@ def startup(tmp, lib, repeat=9):
             f.write(text)
         subprocess.run(["gcc", "-O2", "-fopenmp", "-foffload=disable", src, "-o", exe],
                        check=True)
-        best = dict.fromkeys(runtimes, 1e9)
+        best = dict.fromkeys(runtimes, (1e9, 1e9))
         for _ in range(repeat):
             for rt, extra in runtimes.items():
                 env = {k: v for k, v in os.environ.items()
                        if k not in ("LD_PRELOAD", "PYGOMP_DEVICES", "OMP_DEFAULT_DEVICE")}
-                t = time.perf_counter()
+                cpu, t = _cpu(), time.perf_counter()
                 subprocess.run([exe], env={**env, **extra}, check=True)
-                best[rt] = min(best[rt], time.perf_counter() - t)
+                t, cpu = time.perf_counter() - t, _cpu() - cpu
+                best[rt] = (min(best[rt][0], t), min(best[rt][1], cpu))
         out[name] = best
     return out
 
@@ -204,13 +212,14 @@ def c_saxpy(tmp, lib, size, calls):
 
 
 def print_startup(starts):
-    print("start-up, whole processes (best of runs in turn)")
+    print("start-up, whole processes (best of runs in turn): wall clock, CPU time")
     for name, best in starts.items():
         base = best["libgomp alone"]
         print(f"  {name}:")
-        for rt, t in best.items():
-            more = f"   +{(t - base) * 1e3:6.1f} ms" if rt != "libgomp alone" else ""
-            print(f"    {rt:24s} {t * 1e3:7.1f} ms{more}")
+        for rt, (t, cpu) in best.items():
+            more = (f"   +{(t - base[0]) * 1e3:6.1f} ms, +{(cpu - base[1]) * 1e3:6.1f} ms"
+                    if rt != "libgomp alone" else "")
+            print(f"    {rt:24s} {t * 1e3:7.1f} ms {cpu * 1e3:7.1f} ms{more}")
 
 
 def main(quick=False, only_startup=False):
