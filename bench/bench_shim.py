@@ -1,6 +1,6 @@
 """The C face, measured side by side in one run.
 
-    python bench/bench_shim.py [--quick]
+    python bench/bench_shim.py [--quick] [--startup]
 
 An empty target region with its data present:
 1. C through libpygomp.so on the host device (separate memory; LD_PRELOAD),
@@ -24,14 +24,17 @@ saxpy on PoCL, examples/c/kernels.py's kernel on a million floats kept present b
 called from Python (wall-clock time, best of 7 repeats: the kernel runs in PoCL's
 threads).
 
-Start-up: whole processes, best of 9 (the programs start and end in turn): a program
-with one empty target region (`map(tofrom: x)`) and one with none, under libgomp alone
-and under libpygomp.so on the host device and with every device (what starting the
-embedded Python, pygomp and the devices costs a program).
+Start-up: whole processes, best of 9 in wall-clock and in CPU time (the programs start
+and end in turn): a program with one empty target region (`map(tofrom: x)`) and one
+with none, under libgomp alone and under libpygomp.so on the host device, with every
+device (PYGOMP_DEVICES unset: the region runs on the host plugin's device, PoCL's
+devices are counted, not started), and with the region on PoCL (what starting the
+embedded Python, pygomp and the devices costs a program).  ``--startup`` measures start-up alone.
 """
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -125,11 +128,19 @@ STARTUP = {"one empty region": "int main(void) { int x = 0;\n"
                         " for (int i = 0; i < 100; i++) s += i;\n return s != 4950; }\n"}
 
 
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def startup(tmp, lib, repeat=9):
-    """{program: {runtime: best seconds}} of whole processes, run in turn."""
+    """{program: {runtime: (best wall-clock seconds, best CPU seconds)}} of whole
+    processes, run in turn (CPU time, every thread's, changes less on a busy machine)."""
     runtimes = {"libgomp alone": {}, "shim, host device": {"LD_PRELOAD": lib,
                                                            "PYGOMP_DEVICES": "host"},
-                "shim, every device": {"LD_PRELOAD": lib}}       # PYGOMP_DEVICES unset
+                "shim, every device": {"LD_PRELOAD": lib},       # PYGOMP_DEVICES unset
+                "shim, region on PoCL": {"LD_PRELOAD": lib, "OMP_DEFAULT_DEVICE": "1",
+                                         "PYGOMP_DEVICES": "host,opencl:pocl"}}
     out = {}
     for name, text in STARTUP.items():
         src, exe = os.path.join(tmp, "start.c"), os.path.join(tmp, name.replace(" ", "_"))
@@ -137,14 +148,15 @@ def startup(tmp, lib, repeat=9):
             f.write(text)
         subprocess.run(["gcc", "-O2", "-fopenmp", "-foffload=disable", src, "-o", exe],
                        check=True)
-        best = dict.fromkeys(runtimes, 1e9)
+        best = dict.fromkeys(runtimes, (1e9, 1e9))
         for _ in range(repeat):
             for rt, extra in runtimes.items():
-                env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD",
-                                                                       "PYGOMP_DEVICES")}
-                t = time.perf_counter()
+                env = {k: v for k, v in os.environ.items()
+                       if k not in ("LD_PRELOAD", "PYGOMP_DEVICES", "OMP_DEFAULT_DEVICE")}
+                cpu, t = _cpu(), time.perf_counter()
                 subprocess.run([exe], env={**env, **extra}, check=True)
-                best[rt] = min(best[rt], time.perf_counter() - t)
+                t, cpu = time.perf_counter() - t, _cpu() - cpu
+                best[rt] = (min(best[rt][0], t), min(best[rt][1], cpu))
         out[name] = best
     return out
 
@@ -199,10 +211,27 @@ def c_saxpy(tmp, lib, size, calls):
     return float(out.stdout)
 
 
-def main(quick=False):
+def print_startup(starts):
+    print("start-up, whole processes (best of runs in turn): wall clock, CPU time")
+    for name, best in starts.items():
+        base = best["libgomp alone"]
+        print(f"  {name}:")
+        for rt, (t, cpu) in best.items():
+            more = (f"   +{(t - base[0]) * 1e3:6.1f} ms, +{(cpu - base[1]) * 1e3:6.1f} ms"
+                    if rt != "libgomp alone" else "")
+            print(f"    {rt:24s} {t * 1e3:7.1f} ms {cpu * 1e3:7.1f} ms{more}")
+
+
+def main(quick=False, only_startup=False):
     n = 2000 if quick else 20000
     size, calls = 1_000_000, (20 if quick else 100)
     lib = shim.path()
+    if only_startup:
+        with tempfile.TemporaryDirectory() as tmp:
+            starts = startup(tmp, lib, 3 if quick else 9)
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
+        print_startup(starts)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, "region.c"), os.path.join(tmp, "region")
         with open(src, "w") as f:
@@ -232,13 +261,8 @@ def main(quick=False):
             print(f"  {name:46s} {us:9.1f} us   {us / pocl[1][1]:8.2f}x Python")
     else:
         print("saxpy on PoCL: no OpenCL device")
-    print("start-up, whole processes (best of runs in turn)")
-    for name, best in starts.items():
-        base = best["libgomp alone"]
-        print(f"  {name}: " + ", ".join(f"{rt} {t * 1e3:6.1f} ms" + (
-            f" (+{(t - base) * 1e3:.1f} ms)" if rt != "libgomp alone" else "")
-            for rt, t in best.items()))
+    print_startup(starts)
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    main("--quick" in sys.argv, "--startup" in sys.argv)

@@ -34,6 +34,8 @@ def attach(ffi_, lib_) -> None:
         ffi.def_extern(name=name, onerror=_on_error)(fn)
     from . import plans
     plans.start()
+    if not sys.orig_argv:       # this library started Python: a C program's numbering
+        devices.native_first()
     for found in elf_tables.loaded():
         if found.variables:
             images.register(elf_tables.offload_table(found))

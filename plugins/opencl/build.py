@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import warnings
 
 from pygomp.runtime import cache
@@ -44,6 +43,7 @@ def check_linker(cl, dev, who):
 
 
 def _no_linker(cl, dev) -> str:
+    import shutil                       # here: counting devices from the cache needs none
     if (dev.type & cl.device_type.CPU and "Portable Computing Language" in dev.platform.name
             and shutil.which("ld") is None):
         return (f"PoCL links kernels for {dev.name!r} with the system linker 'ld', which "

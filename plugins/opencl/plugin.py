@@ -1,4 +1,4 @@
-"""OpenCL devices through pyopencl (imported lazily, on first discovery).
+"""OpenCL devices through pyopencl (imported lazily, when a device first starts).
 
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
@@ -16,7 +16,10 @@ a device with the generic address space builds with its ``-cl-std`` and
 Discovery: every device builds and runs a probe kernel (`build.probe`, cached on disk);
 one that fails keeps the reason in ``DeviceInfo.problem`` and comes after those that
 work.  Every CPU device is the host's CPU: the first that works stands for it, the
-others are ``same_as`` it (the wheel's PoCL and the system's, say).
+others are ``same_as`` it (the wheel's PoCL and the system's, say).  What is found is
+kept in the disk cache under a key of what decides it (`_discovery_key`), so that a
+process counts its devices without pyopencl and without starting OpenCL (half a second
+with PoCL); the first device to start finds them again and checks them against it.
 
 Kernel parameters: as `KernelInfo` says.  The global scratch is one buffer per kernel
 and device; the private scratch one buffer for every entry, sized for the largest.
@@ -38,10 +41,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import marshal
 import os
+import sys
 import time
 
-from pygomp.runtime import faults, hostmem
+from pygomp.runtime import cache, faults, hostmem
 from pygomp.runtime.plugin import DONE, SCALAR_KINDS, DeviceInfo, Kernel, Plugin, PluginError
 
 from . import build as _build
@@ -319,39 +324,41 @@ class OpenCLPlugin(Plugin):
 
     def __init__(self):
         super().__init__()
-        self._cldevs = []                # cl.Device, by plugin-local number
+        self._cldevs = None              # cl.Device, by plugin-local number
         self._space = AddressSpace()
         self._frees = 0                  # buffers freed so far
         self._records = {}               # kernel address -> its `_Kernel.record` (fast.py)
 
     # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
-        try:
-            _pyopencl()
-            platforms = cl.get_platforms()
-        except Exception:                # no pyopencl, no ICD loader, no platform
-            return []
-        found = []
-        for p in platforms:
+        """The devices, from the disk cache while what they depend on is unchanged
+        (`_discovery_key`): counting them then costs no pyopencl import and no OpenCL
+        start-up; those happen when a device first starts (`_cl_devices`)."""
+        k = _discovery_key()
+        got = cache.get(k, ".opencl-devices")
+        if got is not None:
             try:
-                devs = p.get_devices()
-            except Exception:
-                continue
-            for d in devs:
-                info = _describe(d)
-                caps = frozenset(info.properties["capabilities"].split())
-                why = _build.probe(cl, d, _options(info, caps, ()))
-                found.append((d, info.replace(problem=why)))
-        order = {"gpu": 0, "accelerator": 1, "cpu": 2}
-        found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
-        self._cldevs = [d for d, _ in found]
-        infos = [info for _, info in found]
-        # Every CPU device is the host's CPU: the first that works stands for it
-        cpus = [i for i, info in enumerate(infos) if info.kind == "cpu"]
-        for i in cpus[1:]:
-            if not infos[cpus[0]].problem:
-                infos[i] = infos[i].replace(same_as=cpus[0])
+                return [DeviceInfo(*fields) for fields in marshal.loads(got)]
+            except (ValueError, TypeError, EOFError):
+                pass                    # another layout: find them again
+        self._cldevs, infos = _enumerate()
+        _remember(k, infos)
         return infos
+
+    def _cl_devices(self):
+        """The pyopencl Devices, by plugin-local number (pyopencl imported, OpenCL
+        started, on first use).  Devices counted from the cache that are not those found
+        now are an error, and the cache is mended for the next run."""
+        with self._lock:
+            if self._cldevs is None:
+                cldevs, infos = _enumerate()
+                if infos != self.devices():
+                    _remember(_discovery_key(), infos)
+                    raise PluginError("the OpenCL devices are not those counted at "
+                                      "start-up (from pygomp's cache): run the program "
+                                      "again")
+                self._cldevs = cldevs
+            return self._cldevs
 
     @property
     def capabilities(self):
@@ -369,8 +376,7 @@ class OpenCLPlugin(Plugin):
 
     # -- lifetime ------------------------------------------------------------
     def _start_device_impl(self, dev):
-        self.devices()
-        return _Device(self._cldevs[dev])
+        return _Device(self._cl_devices()[dev])
 
     def _fini_impl(self, dev):
         d = self._state.get(dev)
@@ -383,8 +389,7 @@ class OpenCLPlugin(Plugin):
 
     # -- compiling -----------------------------------------------------------
     def _identity_impl(self, dev):
-        self.devices()
-        return "opencl:" + _build.device_key(self._cldevs[dev])
+        return "opencl:" + _build.device_key(self._cl_devices()[dev])
 
     def _compiler_key(self, dev, unit):
         return self.build_options(dev, unit)
@@ -526,6 +531,95 @@ class OpenCLPlugin(Plugin):
         d.queue.finish()
         if d.fault:                     # nothing in flight
             d.fault[0][d.fault[1]] = faults.ffi.NULL
+
+
+def _enumerate():
+    """Every OpenCL device, probed and described: (pyopencl Devices, DeviceInfos), in
+    the plugin's order (GPUs, accelerators, CPUs; those that fail their probe after
+    those that work; a CPU after the first that works is ``same_as`` it)."""
+    try:
+        _pyopencl()
+        platforms = cl.get_platforms()
+    except Exception:                # no pyopencl, no ICD loader, no platform
+        return [], []
+    found = []
+    for p in platforms:
+        try:
+            devs = p.get_devices()
+        except Exception:
+            continue
+        for d in devs:
+            info = _describe(d)
+            caps = frozenset(info.properties["capabilities"].split())
+            why = _build.probe(cl, d, _options(info, caps, ()))
+            found.append((d, info.replace(problem=why)))
+    order = {"gpu": 0, "accelerator": 1, "cpu": 2}
+    found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
+    infos = [info for _, info in found]
+    # Every CPU device is the host's CPU: the first that works stands for it
+    cpus = [i for i, info in enumerate(infos) if info.kind == "cpu"]
+    for i in cpus[1:]:
+        if not infos[cpus[0]].problem:
+            infos[i] = infos[i].replace(same_as=cpus[0])
+    return [d for d, _ in found], infos
+
+
+def _remember(k, infos):
+    try:
+        cache.put(k, marshal.dumps([tuple(getattr(i, f) for f in DeviceInfo._fields)
+                                    for i in infos]), ".opencl-devices")
+    except (OSError, ValueError):
+        pass                            # a read-only cache: found again next time
+
+
+_ICD_DIRS = ("/etc/OpenCL/vendors",)
+_PACKAGES = ("pyopencl", "pocl_binary_distribution")    # the wheels' loader and PoCL
+
+
+def _discovery_key() -> str:
+    """The cache key of the devices found: the settings that OpenCL's ICD loader, PoCL
+    and the probe read (OCL_*, POCL_*, PYGOMP_OPENCL_*, whether ld is on PATH), the
+    CPUs and memory PoCL counts, and a stamp (inode, size, times) of every file that
+    decides what is found: the ICD files and their directories, the linker's cache
+    (ldconfig runs when a driver is installed), pyopencl's and the PoCL wheel's
+    libraries, and this plugin's own code."""
+    parts = [f"{k}={v}" for k, v in sorted(os.environ.items())
+             if k.startswith(("OCL_", "POCL_", "PYGOMP_OPENCL_"))]
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    parts.append(any(os.access(os.path.join(d, "ld"), os.X_OK) for d in path if d))
+    parts += [os.cpu_count(), _machine("sched_getaffinity", 0), _machine("sysconf",
+                                                                    "SC_PHYS_PAGES")]
+    files = [__file__, _build.__file__, "/etc/ld.so.cache"]
+    icds = list(_ICD_DIRS) + os.environ.get("OCL_ICD_VENDORS", "").split(os.pathsep)
+    for name in _PACKAGES:
+        for d in sys.path:
+            top = os.path.join(d or ".", name)
+            if os.path.exists(os.path.join(top, "__init__.py")):
+                files.append(os.path.join(top, "__init__.py"))
+                icds.append(os.path.join(top, ".libs"))
+                break
+    for d in filter(None, icds):
+        files.append(d)
+        try:
+            files += [os.path.join(d, f) for f in sorted(os.listdir(d))]
+        except OSError:
+            pass
+    for f in files:
+        try:
+            st = os.stat(f)
+            parts.append(f"{f} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}")
+        except OSError:
+            parts.append(f"{f} -")
+    return cache.key("opencl devices", *parts)
+
+
+def _machine(call, arg):
+    """What ``os.<call>(arg)`` says (a set: its size), or None where it cannot say."""
+    try:
+        got = getattr(os, call)(arg)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return len(got) if isinstance(got, set) else got
 
 
 def _digest(code: bytes) -> str:

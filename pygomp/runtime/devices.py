@@ -1,11 +1,12 @@
 """Devices: discovery through plugins, numbering, lazy initialization, images.
 
 Offload devices are numbered 0..n-1 in the order of PYGOMP_DEVICES (unset: every device
-of every installed plugin, GPUs first, the host plugin's device last; ``none``: no
-offload device); the initial device, number n, is the host itself: shared memory, no
-mapping.  Only devices that work are numbered, one for each piece of hardware
-(`Plugin.choose`); a broken device that PYGOMP_DEVICES names is numbered, and its first
-use is an OffloadError that says why it does not work.
+of every installed plugin, GPUs first, the host plugin's device last, or in a C program
+those that run its code natively first (`native_first`); ``none``: no offload device);
+the initial device, number n, is the host itself: shared memory, no mapping.  Only
+devices that work are numbered, one for each piece of hardware (`Plugin.choose`); a
+broken device that PYGOMP_DEVICES names is numbered, and its first use is an
+OffloadError that says why it does not work.
 """
 from __future__ import annotations
 
@@ -137,7 +138,30 @@ class Device:
 
 _lock = _thread.allocate_lock()
 _devices = None          # offload devices, then the initial device last
+_native = False          # a C program's order (`native_first`)
 _default = _thread._local()     # omp_set_default_device, per thread
+
+
+def native_first() -> None:
+    """With PYGOMP_DEVICES unset, number first the devices that run the program's code
+    natively: those of a plugin whose target a registered table has images for (gcc's
+    nvptx images: CUDA's GPUs), then the host plugin's, which runs gcc's host code; the
+    others (an OpenCL device runs a C region's host code with host copies of its
+    data) come after them.  libpygomp.so calls it when it started Python (a C program),
+    before the devices are found."""
+    global _native
+    _native = True
+
+
+def _order(native):
+    """The sort key of (plugin, local number) when PYGOMP_DEVICES is unset: GPUs first,
+    the host plugin last; with ``native`` (a set of targets), devices of those targets
+    and the host plugin's ahead of the others."""
+    def key(d):
+        p = d[0]
+        foreign = native is not None and p.name != "host" and p.target not in native
+        return foreign, p.name == "host", p.devices()[d[1]].kind != "gpu"
+    return key
 
 
 def plugins() -> dict:
@@ -269,7 +293,8 @@ def _discover(s: env.Settings):
                 chosen += [(p, i) for i in p.choose("", named=False)]
             except Exception as e:
                 env.info(env.INFO_TABLE, f"plugin {name} finds no devices: {e}")
-        chosen.sort(key=lambda d: (d[0].name == "host", d[0].devices()[d[1]].kind != "gpu"))
+        native = {i.target for t in images.tables() for i in t.images} if _native else None
+        chosen.sort(key=_order(native))
     else:
         specs = [w.strip() for w in s.devices.split(",") if w.strip()]
         if not specs:
