@@ -21,9 +21,8 @@ Everything goes on the device's stream, so nowait and async work stays in order.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
-import hashlib
-from dataclasses import dataclass
 
 from pygomp.runtime import cache
 from pygomp.runtime.plugin import PluginError
@@ -35,14 +34,8 @@ WARP = 32
 MAX_THREADS, NUM_REGS = 0, 4    # CU_FUNC_ATTRIBUTE_*
 
 
-@dataclass
-class Kernel:
-    name: str
-    function: int
-    mode: str                   # "omp" or "acc"
-    dims: tuple                 # the compiler's (gang, worker, vector); 0: not fixed
-    max_threads: int
-    regs: int
+# mode: "omp" or "acc"; dims: the compiler's (gang, worker, vector), 0 where not fixed
+Kernel = collections.namedtuple("Kernel", "name function mode dims max_threads regs")
 
 
 def load(cupy, d, props, image, capability):
@@ -51,6 +44,7 @@ def load(cupy, d, props, image, capability):
     if bad:
         raise PluginError(f"{image.name}: `declare target link` variables ({', '.join(bad)}) "
                           f"are not supported by the CUDA plugin yet")
+    import hashlib              # here: a C program's start-up does not need it
     digest = hashlib.sha256(image.code).hexdigest()
     drv = cupy.cuda.driver
     module = d.modules.get(digest)
