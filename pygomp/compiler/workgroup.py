@@ -20,10 +20,13 @@ A partitioned loop (`loop`) counts its iterations, runs its reductions' SETUP an
 INIT calls, lets each participant run its share (`iterate`), then the FINI calls
 (`fini`), with barriers on the sides `barriers_around` says.
 
-A dialect (`WorkGroupDialect` subclass) gives the spelling: ids and sizes, the
-barrier, the qualifiers of global and team-local memory, scratch words, atomics, the
-kernel's head and prologue; how a participant iterates (`iterate`) and how a loop's
-FINI calls combine (`fini`); and a few named choices where targets differ in strategy:
+A strategy (a `WorkGroupDialect` subclass in the compiler: `groupwide.GroupWide`, every
+barrier group-wide; `warps.WarpWorkers`, a worker is a warp) says how a participant
+iterates (`iterate`), how a loop's FINI calls combine (`fini`), which work-items sum an
+array reduction's copies (`joins`, for `finish_array`) and where barriers go.  A
+dialect subclasses one strategy and gives the spelling: ids and sizes, the barrier,
+the qualifiers of global and team-local memory, scratch words, atomics, the kernel's
+head and prologue; and a few named choices:
 
 - ``partials_together``: the work-items of a group read a gang loop's partials in turn
   and combine them with `halving_tree` (False: each reads them all);
@@ -399,6 +402,55 @@ class WorkGroupDialect(Dialect):
         """The FINI calls of a loop (``loop.fini``): combine each level's copies into
         the enclosing ones."""
         raise NotImplementedError
+
+    def joins(self, em, loop) -> tuple:
+        """The work-items that sum an array reduction's copies together after a worker
+        or vector loop: (their levels, the flat id in the group of the first, the id of
+        one among them, their number, a function that emits their barrier)."""
+        raise NotImplementedError
+
+    def finish_array(self, em, loop, call) -> None:
+        """An array reduction's FINI.  Work-items that ran the loop redundantly (on an
+        idle level: neither partitioned around it nor by it or its inner loops) empty
+        their copies, where their copies are summed with the others' (the levels of
+        `joins`, every level after a gang loop), so that each counts once.  After a
+        worker or vector loop the work-items of `joins` then sum their copies, each a
+        share of the elements, into the enclosing array: where that is a work-item's
+        own (a copy in the private scratch), into the copy of their first; a level
+        outside them that ran the sum redundantly writes once, its first work-item (the
+        gang level only where the enclosing array is shared by the gangs).  A gang
+        loop's copies are summed by the launch that follows it (`_sum_copies`)."""
+        st, local = em.state, call.local
+        idle = [lv for lv in LEVELS if lv not in st.part | set(loop.levels)]
+        inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
+        gang = "gang" in loop.levels
+        joined, base, me, n, sync = (LEVELS[1:], "0", "", "", None) if gang \
+            else self.joins(em, loop)
+        empty = [lv for lv in idle if lv not in inner and (lv in joined or gang)]
+        if empty:
+            em.line(f"if (!({self.first(empty)})) " + self.fill(em, local, call.type, call.op))
+        if gang:
+            return
+        own = call.outer in em.cur.sizes
+        writer = self.first([lv for lv in idle if lv not in joined and (lv != "gang" or not own)])
+        t, c = call.type.elem, self.type_name(call.type.elem)
+        u64, i64 = self.type_name(T.UINT64), self.type_name(T.INT64)
+        u = em.uid()
+        sync(em)
+        first = (f"{self.glob}{u64} *pyg_b{u} = pyg_priv + (pyg_g * {self.block_size} + {base}) "
+                 f"* ({st.stride}) + {st.mine[local]};")
+        with self.each_element(em, em.count(local, call.type), me, n, u, [first]):
+            em.line(f"{c} a = {self.identity(call.op, t)};")
+            em.line(f"for ({i64} q = 0; q < {n}; ++q)")
+            copy = f"(({self.glob}{c} *)(pyg_b{u} + q * ({st.stride})))[e]"
+            em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
+            into = f"{call.outer}[e]"
+            if own:
+                into = (f"(({self.glob}{c} *)(pyg_b{u} - ({st.mine[local]}) + "
+                        f"{st.mine[call.outer]}))[e]")
+            text = f"{into} = {em.combine(call.op, t, into, 'a')};"
+            em.line(f"if ({writer}) {text}" if writer else text)
+        sync(em)
 
     def reduction(self, em, call):
         """INIT declares a level's copy (an array reduction's in the private scratch,
