@@ -21,8 +21,8 @@
     arith.py       the C functions for Python's and numpy's arithmetic
     argwords.py    a kernel's argument words and private scratch (what KernelInfo says)
     steps.py       where a kernel is cut into launches (a grid-wide order)
-    workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`), and its
-                   strategies: groupwide.py (every barrier group-wide: OpenCL),
+    workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`; its sums
+                   in groupsums.py), and its strategies: groupwide.py (every barrier group-wide: OpenCL),
                    warps.py (a worker is a warp: CUDA)
     onegroup.py    a looping kernel as one work-group (a CPU device's variant)
     addrspace.py   address spaces where there is no generic one (OpenCL C 1.2)
