@@ -1,5 +1,6 @@
 """The OpenCL C dialect: kernels for any OpenCL device (OpenCL C 1.2 and later),
-lowered by `pygomp.compiler.workgroup` (entries, leaders, scratch, array-reduction sums).
+lowered by `pygomp.compiler.workgroup` with the "group-wide barrier" strategy of
+`pygomp.compiler.groupwide`: this module spells it.
 
 Geometry (see the OpenCL plugin): a 2-D NDRange; a gang is a work-group
 (``get_group_id(1)``), a worker ``get_local_id(1)``, a vector lane ``get_local_id(0)``.
@@ -8,7 +9,7 @@ An array argument is a buffer and a byte offset (two parameters per word of
 ``return`` run predicated rather than skipped by an early return, which PoCL's
 work-groups get wrong before a barrier (`guarded`).
 
-Loops and reductions: see loops.py.  Address spaces: mapped arrays are ``__global``,
+Loops and reductions: see `pygomp.compiler.groupwide`.  Address spaces: mapped arrays are ``__global``,
 team-shared ones ``__local``, the rest private; helpers are specialized per
 address-space signature by the front end (checked by `pygomp.compiler.addrspace`), so
 no generic address space is needed; where a device has one, helpers take plain pointers.
@@ -25,10 +26,8 @@ from pygomp.compiler import addrspace, ir
 from pygomp.compiler import types as T
 from pygomp.compiler.argwords import arg_words
 from pygomp.compiler.arith import arith_helpers
-from pygomp.compiler.workgroup import WorkGroupDialect
+from pygomp.compiler.groupwide import GroupWide
 from pygomp.errors import CompileError
-
-from .loops import COUNT, ID, LoopLowering, tree_words
 
 C_TYPES = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
            "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
@@ -93,15 +92,17 @@ def _atomic_types(fn):
 
 
 _ATOM = {"add": "atom_add", "exchange": "atom_xchg", "cas": "atom_cmpxchg"}
+ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
+COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
+         "vector": "(long)get_local_size(0)"}
 
 
-class OpenCLDialect(LoopLowering, WorkGroupDialect):
+class OpenCLDialect(GroupWide):
     target = "opencl"
     float32_suffix = ""         # OpenCL C overloads its math functions
     hoist_loads = True          # PoCL reads A[i, k] again in every trip of a j loop
     helper_prefix = ""
     inline = "inline"           # bounds checking's functions
-    blocked_sums = True         # CPUs: each work-item a contiguous block
     any_group_size = True
     one_group = True
 
@@ -111,6 +112,7 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     grid_item = "get_global_id(1) * get_global_size(0) + get_global_id(0)"
     grid_size = launch_items = "get_global_size(0) * get_global_size(1)"
     glob, local, team_space = "__global ", "__local ", "__local"
+    cpu_blocks, single_items = "PYGOMP_DEVICE_CPU", "PYGOMP_SINGLE_ITEM_GROUPS"
 
     # -- text pieces ---------------------------------------------------------------
     fp64_guard = ("#ifdef cl_khr_fp64", "#endif")
@@ -139,9 +141,6 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
 
     def scratch_word(self, c, index):
         return f"*(__global {c} *)(pyg_scratch + {index})"
-
-    def tree_slots(self, fn, plan):
-        return 2 * tree_words(fn)
 
     # -- the kernel entries ----------------------------------------------------------
     def entries(self, em, fn):

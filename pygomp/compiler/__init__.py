@@ -22,7 +22,9 @@
     arith.py       the C functions for Python's and numpy's arithmetic
     argwords.py    a kernel's argument words and private scratch (what KernelInfo says)
     steps.py       where a kernel is cut into launches (a grid-wide order)
-    workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`)
+    workgroup.py   the lowering OpenCL and CUDA share (`WorkGroupDialect`); its sums
+                   in groupsums.py; its strategies: groupwide.py (every barrier
+                   group-wide: OpenCL), warps.py (a worker is a warp: CUDA)
     onegroup.py    a looping kernel as one work-group (a CPU device's variant)
     addrspace.py   address spaces where there is no generic one (OpenCL C 1.2)
     hoist.py       array loads a sequential loop may read once, before it
@@ -31,8 +33,8 @@
 A plugin's ``target_hooks()`` returns a `dialect.Dialect` instance: the host one is
 ``pygomp.plugins.host.target.HOOKS`` (C + OpenMP, gcc), OpenCL C in
 ``pygomp.plugins.opencl.target``, CUDA C in ``pygomp.plugins.cuda.target`` (the last two
-on `workgroup.WorkGroupDialect`).  The compiler writes source text only: the plugin
-compiles it for a device.
+spell a strategy: `groupwide.GroupWide`, `warps.WarpWorkers`).  The compiler writes
+source text only: the plugin compiles it for a device.
 Address spaces (SYCL 2020: global, local, private) are part of `types.Array`; a helper
 is specialized once per signature of argument types, so a helper called with a global and
 with a local array is emitted twice, each with its own pointer types.

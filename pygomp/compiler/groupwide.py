@@ -1,41 +1,58 @@
-"""The OpenCL dialect's loop and reduction strategies (a mixin of `OpenCLDialect`; the
-loop's skeleton is `pygomp.compiler.workgroup.WorkGroupDialect.loop`).
+"""The "group-wide barrier" strategy of the work-group lowering: every barrier is
+reached by the whole group (OpenCL's work-groups).
 
-A partitioned loop gives each participant a contiguous block of iterations on CPUs
-(``PYGOMP_DEVICE_CPU``) and a strided share elsewhere.  A loop whose body holds barriers
-or nested loops runs the same number of rounds in every work-item (an ``active`` flag
-guards the tail), so every barrier is reached by the whole group; a sequential ``for``
-or ``while`` around barriers in it runs as many rounds as the group's longest (a
-group-wide maximum of the trip counts, or of "still running" each round; none for a
-``for`` whose bounds are the same in every work-item of the group, see `varying`).
+A partitioned loop gives each participant a contiguous block of iterations where the
+plugin defines the dialect's ``cpu_blocks`` macro (CPUs) and a strided share elsewhere.
+A loop whose body holds barriers or nested loops runs the same number of rounds in every
+work-item (an ``active`` flag guards the tail), so every barrier is reached by the whole
+group; a sequential ``for`` or ``while`` around barriers in it runs as many rounds as
+the group's longest (a group-wide maximum of the trip counts, or of "still running"
+each round; none for a ``for`` whose bounds are the same in every work-item of the
+group, see `varying`).
 
 Reductions: INIT declares the level's copy; the FINI calls of a loop become one
-all-reduce through ``__local`` memory (two barriers, whatever the number of reductions)
+all-reduce through team-local memory (two barriers, whatever the number of reductions)
 for the vector and worker levels, and one partial per work-group in global scratch for the
 gang level, which the next launch combines (a gang loop ends its launch: see
-`pygomp.compiler.steps`).  An array reduction has a copy per work-item in the private
-scratch: after a worker or vector loop the group sums its copies, after a gang loop a
-launch of its own does (the copies of work-items that ran the loop redundantly
-emptied first).  With ``PYGOMP_SINGLE_ITEM_GROUPS`` (CPUs) trees are plain
-combines and a vector-level reduction loop keeps LANES interleaved copies so the
-compiler can vectorize it.  A non-rectangular collapsed loop walks its contiguous block
-row by row on CPUs.
+`pygomp.compiler.steps`).  An array reduction's copies are summed by the whole group
+(`WorkGroupDialect.finish_array`).  Where the plugin defines ``single_items`` (groups of
+one work-item, CPUs) trees are plain combines and a vector-level reduction loop keeps
+LANES interleaved copies so the compiler can vectorize it.  A non-rectangular collapsed
+loop walks its contiguous block row by row on CPUs.
 """
 from __future__ import annotations
 
-from pygomp.compiler import ir, steps
-from pygomp.compiler import types as T
-from pygomp.compiler.emit import rectangular
-from pygomp.compiler.workgroup import LEVELS, syncs
+from . import ir, steps
+from . import types as T
+from .emit import rectangular
+from .workgroup import LEVELS, WorkGroupDialect, syncs
 
-ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
-COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
-         "vector": "(long)get_local_size(0)"}
 LANES = 8          # reduction lanes of one work-item on CPUs (see _lanes)
 
 
-class LoopLowering:
-    """The hooks `iterate`, `guarded`, `fini` and `barriers_around` of `WorkGroupDialect`."""
+class GroupWide(WorkGroupDialect):
+    """The hooks `iterate`, `guarded`, `fini`, `barriers_around` and `joins` of
+    `WorkGroupDialect`, for a dialect whose barriers are all group-wide."""
+    blocked_sums = True         # CPUs: each work-item a contiguous block
+    cpu_blocks = ""             # a macro the plugin defines on CPUs (contiguous blocks)
+    single_items = ""           # a macro it defines for groups of one work-item
+
+    def tree_slots(self, fn, plan):
+        return 2 * tree_words(fn)
+
+    def _either(self, em, macro, special, general):
+        """``special()`` where the plugin defines ``macro``, else ``general()``."""
+        if macro:
+            em.line(f"#ifdef {macro}")
+            special()
+            em.line("#else")
+        general()
+        if macro:
+            em.line("#endif")
+
+    def joins(self, em, loop):
+        """The whole group sums an array reduction's copies."""
+        return ("worker", "vector"), "0", self.block_item, self.block_size, self.barrier
 
     def barriers_around(self, em, loop):
         """Before a loop nested in another, unless a gang loop; after a loop inside a
@@ -48,41 +65,42 @@ class LoopLowering:
         ``pyg_P<u>``-th elsewhere; every participant runs the same rounds (``pyg_act``
         guards the tail) when the body holds barriers."""
         tot, P, k = f"pyg_tot{u}", f"pyg_P{u}", f"pyg_k{u}"
+        i64 = self.type_name(T.INT64)
         lv = loop.levels
-        em.line("#ifdef PYGOMP_DEVICE_CPU")
-        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-        em.line(f"const long pyg_lo{u} = ({me}) * pyg_per{u}, pyg_st{u} = 1;")
-        em.line(f"const long pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
-        em.line("#else")
-        em.line(f"const long pyg_per{u} = ({tot} + {P} - 1) / {P};")
-        em.line(f"const long pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
-        em.line("#endif")
+
+        def blocks():
+            em.line(f"const {i64} pyg_per{u} = ({tot} + {P} - 1) / {P};")
+            em.line(f"const {i64} pyg_lo{u} = ({me}) * pyg_per{u}, pyg_st{u} = 1;")
+            em.line(f"const {i64} pyg_hi{u} = min({tot}, pyg_lo{u} + pyg_per{u});")
+
+        def strides():
+            em.line(f"const {i64} pyg_per{u} = ({tot} + {P} - 1) / {P};")
+            em.line(f"const {i64} pyg_lo{u} = {me}, pyg_st{u} = {P}, pyg_hi{u} = {tot};")
+        self._either(em, self.cpu_blocks, blocks, strides)
         if syncs(loop.body) and lv != ("gang",):     # uniform
             act = f"pyg_act{u}"
-            em.line(f"for (long pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
+            em.line(f"for ({i64} pyg_j{u} = 0; pyg_j{u} < pyg_per{u}; ++pyg_j{u}) {{")
             with em.indent():
-                em.line(f"const long {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
+                em.line(f"const {i64} {k} = pyg_lo{u} + pyg_j{u} * pyg_st{u};")
                 em.line(f"const int {act} = {k} < pyg_hi{u};")
                 self._body(em, loop, k, trips, act)
             em.line("}")
             return
-        rect = rectangular(loop)
-        lanes = "vector" in lv and _scalars(loop) and rect
-        if lanes:
-            em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
-            self._lanes(em, loop, u, k, trips)
-            em.line("#else")
-        if not rect:                     # a contiguous block: row by row
-            em.line("#ifdef PYGOMP_DEVICE_CPU")
-            em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
-                    lambda: (em.decls(loop.decls), em.stmts(loop.body)))
-            em.line("#else")
-        em.line(f"for (long {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
-        with em.indent():
-            self._body(em, loop, k, trips, None)
-        em.line("}")
-        if lanes or not rect:
-            em.line("#endif")
+
+        def shares():
+            em.line(f"for ({i64} {k} = pyg_lo{u}; {k} < pyg_hi{u}; {k} += pyg_st{u}) {{")
+            with em.indent():
+                self._body(em, loop, k, trips, None)
+            em.line("}")
+        if not rectangular(loop):           # a contiguous block: row by row
+            self._either(em, self.cpu_blocks, lambda: em.rows(
+                loop, f"pyg_lo{u}", f"pyg_hi{u}",
+                lambda: (em.decls(loop.decls), em.stmts(loop.body))), shares)
+        elif "vector" in lv and _scalars(loop):
+            self._either(em, self.single_items,
+                         lambda: self._lanes(em, loop, u, k, trips), shares)
+        else:
+            shares()
 
     def _lanes(self, em, loop, u, k, trips):
         """A reduction loop in one work-item: LANES interleaved copies of the reduction
@@ -92,13 +110,13 @@ class LoopLowering:
             c = self.type_name(r.type)
             ident = self.identity(r.op, r.type)
             em.line(f"{c} {r.local}_l[{n}] = {{{', '.join([ident] * n)}}};")
-        m = f"pyg_m{u}"
-        em.line(f"long {m} = pyg_lo{u};")
+        m, i64 = f"pyg_m{u}", self.type_name(T.INT64)
+        em.line(f"{i64} {m} = pyg_lo{u};")
         em.line(f"for (; {m} + {n} <= pyg_hi{u}; {m} += {n}) {{")
         with em.indent():
             em.line(f"for (int pyg_l{u} = 0; pyg_l{u} < {n}; ++pyg_l{u}) {{")
             with em.indent():
-                em.line(f"const long {k} = {m} + pyg_l{u};")
+                em.line(f"const {i64} {k} = {m} + pyg_l{u};")
                 for r in _scalars(loop):
                     em.line(f"#define {r.local} {r.local}_l[pyg_l{u}]")
                 self._body(em, loop, k, trips, None)
@@ -106,7 +124,7 @@ class LoopLowering:
                     em.line(f"#undef {r.local}")
             em.line("}")
         em.line("}")
-        em.line(f"for (long {k} = {m}; {k} < pyg_hi{u}; ++{k}) {{")
+        em.line(f"for ({i64} {k} = {m}; {k} < pyg_hi{u}; ++{k}) {{")
         with em.indent():
             self._body(em, loop, k, trips, None)
         em.line("}")
@@ -164,9 +182,8 @@ class LoopLowering:
     def _group_max(self, em, mine, out):
         """``out`` = the largest ``mine`` of the work-group (two barriers)."""
         em.line(f"{out} = 0;")
-        self._tree(em, [(out, mine, "max", T.INT64)], "0",
-                   "(long)get_local_id(1) * get_local_size(0) + get_local_id(0)",
-                   "(long)get_local_size(0) * get_local_size(1)", "1")
+        self._tree(em, [(out, mine, "max", T.INT64)], "0", self.block_item,
+                   self.block_size, "1")
 
     def _jump_flags(self, em, body, u):
         """The body with its ``break`` and ``continue`` turned into flags (a work-item
@@ -182,12 +199,12 @@ class LoopLowering:
         Where every work-item runs it with bounds of the same values (`varying`), its
         own trip count is the group's: no group-wide maximum (two barriers), and its body
         runs unguarded, so the loops in it may be uniform too."""
-        u = em.uid()
+        u, i64 = em.uid(), self.type_name(T.INT64)
         start, stop, step = (f"pyg_f{u}_{x}" for x in ("start", "stop", "step"))
         for name, e in ((start, s.start), (stop, s.stop), (step, s.step)):
-            em.line(f"const long {name} = ({act}) ? (long)({em.expr(e)}) : 0;")
+            em.line(f"const {i64} {name} = ({act}) ? ({i64})({em.expr(e)}) : 0;")
         mine, t = f"pyg_trips{u}", f"pyg_t{u}"
-        em.line(f"const long {mine} = {step} > 0 ? ({stop} > {start} ? ({stop} - {start} + "
+        em.line(f"const {i64} {mine} = {step} > 0 ? ({stop} > {start} ? ({stop} - {start} + "
                 f"{step} - 1) / {step} : 0) : {step} < 0 ? ({stop} < {start} ? ({start} - "
                 f"{stop} - {step} - 1) / (-{step}) : 0) : 0;")
         st = em.state
@@ -195,15 +212,15 @@ class LoopLowering:
             st.varying = varying([e.body for e in st.plan.entries])
         same = act == "1" and not any(_varies(e, st.varying) for e in (s.start, s.stop, s.step))
         if same:
-            em.line(f"const long pyg_most{u} = {mine};")
+            em.line(f"const {i64} pyg_most{u} = {mine};")
         else:
-            em.line(f"long pyg_most{u};")
+            em.line(f"{i64} pyg_most{u};")
             self._group_max(em, mine, f"pyg_most{u}")
         brk, cnt, body = self._jump_flags(em, s.body, u)
         b = self.type_name(T.BOOL)
         if brk:
             em.line(f"{b} {brk} = 0;")
-        em.line(f"for (long {t} = 0; {t} < pyg_most{u}; ++{t}) {{")
+        em.line(f"for ({i64} {t} = 0; {t} < pyg_most{u}; ++{t}) {{")
         with em.indent():
             on = "1" if same and not brk else f"pyg_on{u}"    # every work-item runs it all
             if on != "1":
@@ -217,14 +234,14 @@ class LoopLowering:
     def _group_while(self, em, s, act):
         """A ``while`` around barriers: rounds go on while any work-item of the group
         still runs (a group-wide check each round), the body guarded."""
-        u = em.uid()
+        u, i64 = em.uid(), self.type_name(T.INT64)
         run = f"pyg_run{u}"
         brk, cnt, body = self._jump_flags(em, s.body, u)
         b = self.type_name(T.BOOL)
         if brk:
             em.line(f"{b} {brk} = 0;")
         em.line(f"int {run} = ({act}) && ({em.expr(s.cond)});")
-        em.line(f"long pyg_any{u};")
+        em.line(f"{i64} pyg_any{u};")
         self._group_max(em, run, f"pyg_any{u}")
         em.line(f"while (pyg_any{u}) {{")
         with em.indent():
@@ -238,20 +255,18 @@ class LoopLowering:
 
     # -- reductions ------------------------------------------------------------------
     def fini(self, em, loop):
-        """The FINI calls of a loop together: one tree for the scalars of each level,
-        the array reductions' copies summed."""
+        """The FINI calls of a loop together: the array reductions' copies summed
+        (`finish_array`), then one tree for the scalars of each level."""
         if not loop.fini:
             return
         em.at(loop.line)
         for c in loop.fini:
             if isinstance(c.type, T.Array):
-                self._empty_redundant(em, loop, c)
-                if "gang" not in loop.levels:
-                    self._sum_group_copies(em, c)
+                self.finish_array(em, loop, c)
         by = {lv: [c for c in loop.fini if c.level == lv and isinstance(c.type, T.Scalar)]
               for lv in LEVELS}
-        lid0, lid1 = "(long)get_local_id(0)", "(long)get_local_id(1)"
-        V, W = "(long)get_local_size(0)", "(long)get_local_size(1)"
+        lid0, lid1 = self.level_id["vector"], self.level_id["worker"]
+        V, W = self.level_count["vector"], self.level_count["worker"]
         if by["vector"] and by["worker"]:           # one tree over the whole group
             outer = {c.rid: c.outer for c in by["worker"]}
             items = [(outer[c.rid], c.local, c.op, c.type) for c in by["vector"]]
@@ -261,52 +276,18 @@ class LoopLowering:
             self._tree(em, items, f"{lid1} * {V}", lid0, V, "1")
         elif by["worker"]:
             items = [(c.outer, c.local, c.op, c.type) for c in by["worker"]]
-            self._tree(em, items, "0", lid1, W, "get_local_id(0) == 0")
+            self._tree(em, items, "0", lid1, W, self.first(["vector"]))
         for c in by["gang"]:
             em.line(f"if ({self.group_leader()}) "
                     f"{self.partial(em, 'pyg_g', c.rid, c.type)} = {c.local};")
 
-    def _empty_redundant(self, em, loop, call):
-        """Work-items of the group that ran the loop redundantly (their level neither
-        partitioned outside nor by the loop or its inner loops) empty their copies of an
-        array reduction, so that the sums over the copies count it once."""
-        inner = {lv for n in ir.walk(loop.body) if isinstance(n, ir.ParLoop) for lv in n.levels}
-        idle = [lv for lv in ("worker", "vector")
-                if lv not in em.state.part | set(loop.levels) | inner]
-        if idle:
-            em.line(f"if (!({self.first(idle)})) "
-                    + self.fill(em, call.local, call.type, call.op))
-
-    def _sum_group_copies(self, em, call):
-        """After a worker or vector loop: the work-items of the group sum their copies
-        of an array reduction into the enclosing array, each a block of elements."""
-        st = em.state
-        u = em.uid()
-        t, c = call.type.elem, self.type_name(call.type.elem)
-        self.barrier(em)
-        first = (f"__global ulong *pyg_b{u} = pyg_priv + get_group_id(1) * pyg_P{u} * "
-                 f"({st.stride}) + {st.mine[call.local]};")
-        with self.each_element(em, em.count(call.local, call.type),
-                               "get_local_id(1) * get_local_size(0) + get_local_id(0)",
-                               "get_local_size(0) * get_local_size(1)", u, [first]):
-            em.line(f"{c} a = {self.identity(call.op, t)};")
-            em.line(f"for (long q = 0; q < pyg_P{u}; ++q)")
-            copy = f"((__global {c} *)(pyg_b{u} + q * ({st.stride})))[e]"
-            em.line(f"    a = {em.combine(call.op, t, 'a', copy)};")
-            into = f"{call.outer}[e] = {em.combine(call.op, t, f'{call.outer}[e]', 'a')};"
-            if call.outer not in em.cur.sizes and "gang" not in st.part:
-                into = f"if (pyg_g == 0) {into}"        # gangs ran it redundantly
-            em.line(into)
-        self.barrier(em)
-
     def _tree(self, em, items, base, idx, n, writer):
         """`gather_tree`, or plain combines in single-item groups."""
-        em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
-        for outer, local, op, t in items:
-            em.line(f"{outer} = {em.combine(op, t, outer, local)};")
-        em.line("#else")
-        self.gather_tree(em, items, base, idx, n, writer)
-        em.line("#endif")
+        def combines():
+            for outer, local, op, t in items:
+                em.line(f"{outer} = {em.combine(op, t, outer, local)};")
+        self._either(em, self.single_items, combines,
+                     lambda: self.gather_tree(em, items, base, idx, n, writer))
 
 
 def _scalars(loop):
