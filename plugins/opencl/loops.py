@@ -28,6 +28,8 @@ from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
 from pygomp.compiler.workgroup import LEVELS, syncs
 
+from . import vector
+
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
          "vector": "(long)get_local_size(0)"}
@@ -72,6 +74,12 @@ class LoopLowering:
             em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
             self._lanes(em, loop, u, k, trips)
             em.line("#else")
+        n = vector.lanes(em, loop) if rect and not lanes else 0
+        if n:                            # elementwise: in vector types on CPUs
+            em.line("#ifdef PYGOMP_DEVICE_CPU")
+            vector.block(em, loop, n, k, f"pyg_lo{u}", f"pyg_hi{u}",
+                         lambda: self._body(em, loop, k, trips, None))
+            em.line("#else")
         if not rect:                     # a contiguous block: row by row
             em.line("#ifdef PYGOMP_DEVICE_CPU")
             em.rows(loop, f"pyg_lo{u}", f"pyg_hi{u}",
@@ -81,7 +89,7 @@ class LoopLowering:
         with em.indent():
             self._body(em, loop, k, trips, None)
         em.line("}")
-        if lanes or not rect:
+        if lanes or not rect or n:
             em.line("#endif")
 
     def _lanes(self, em, loop, u, k, trips):
