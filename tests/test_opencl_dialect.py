@@ -320,9 +320,9 @@ def test_loads_no_store_reaches_are_read_before_the_loop():
     # in the one-group variant
     for s, copies in ((program, 2), (one, 1)):
         # (small arrays: 32-bit offsets, narrow.py)
-        assert s.count("? A[(i) * ((int)A__s1) + k] : 0.0;") == copies      # the A loop's
-        assert s.count("? B[(i) * ((int)B__s1) + k] : 0.0;") == copies      # the last loop's
-        assert "(B[(i) * ((int)B__s1) + k] * 0.5" in s                  # read in every trip
+        assert s.count("? A[(i) * ((pyg_index)A__s1) + k] : 0.0;") == copies      # the A loop's
+        assert s.count("? B[(i) * ((pyg_index)B__s1) + k] : 0.0;") == copies      # the last loop's
+        assert "(B[(i) * ((pyg_index)B__s1) + k] * 0.5" in s                  # read in every trip
 
 
 @omp.target

@@ -115,6 +115,9 @@ class OpenCLDialect(LoopLowering, WorkGroupDialect):
     # -- text pieces ---------------------------------------------------------------
     fp64_guard = ("#ifdef cl_khr_fp64", "#endif")
     complex_struct = True
+    index32 = "pyg_index"       # 64-bit on CPUs: int's sign extensions cost more there
+    index_decl = ("#ifdef PYGOMP_DEVICE_CPU\ntypedef long pyg_index;\n#else\n"
+                  "typedef int pyg_index;\n#endif")
 
     def preamble(self, fn):
         return _PREAMBLE

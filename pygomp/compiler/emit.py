@@ -60,7 +60,7 @@ class Emitter:
         self.check = getattr(fn, "boundscheck", False)
         self.sites, self.site_ids, self.site_line, self.placed = [], {}, None, {}
         self.readers, self.reader_defs = {}, []
-        self.i32 = dialect.index32      # narrow.py's int32 marks are written as int
+        self.i32 = bool(dialect.index32)    # narrow.py's int32 marks: in dialect.index32
 
     def is32(self, e) -> bool:
         """Whether an int64 expression is written as a 32-bit int (narrow.py)."""
@@ -71,7 +71,7 @@ class Emitter:
     def var_type(self, name: str, t=T.INT64) -> str:
         """The C type of a variable: int for an int64 one narrow.py narrowed."""
         if self.i32 and t == T.INT64 and name in self.cur.narrow:
-            t = T.INT32
+            return self.d.index32
         return self.type(t)
 
     def wide(self, e, text: str) -> str:
@@ -126,6 +126,8 @@ class Emitter:
         if pre:
             self.out.append(pre.rstrip("\n"))
             self.out.append("")
+        if self.d.index_decl:
+            self.out += [self.d.index_decl, ""]
         if records.used(fn):
             self.out.append(records.typedefs(self.d, fn))
         if complexes.uses(fn):
@@ -259,7 +261,7 @@ class Emitter:
         self.line("}")
 
     def s_For(self, s, body=None):
-        i64 = self.type(T.INT32 if self.i32 and s.i32 else T.INT64)
+        i64 = self.d.index32 if self.i32 and s.i32 else self.type(T.INT64)
         u = self.uid()
         stop, step = self.expr(s.stop), self.expr(s.step)
         self.line("{")
@@ -339,7 +341,8 @@ class Emitter:
         Ctrl-C's test (`stop_check`) runs once a chunk of STOP_CHUNK iterations where
         the step is a constant and nothing breaks out, so that the loop inside stays
         vectorizable; else at each iteration."""
-        i64, i = self.type(T.INT32 if self.i32 and s.i32 else T.INT64), f"__i{u}"
+        i64 = self.d.index32 if self.i32 and s.i32 else self.type(T.INT64)
+        i = f"__i{u}"
         if not (self.stop_check(dry=True) and isinstance(s.step, ir.Const)
                 and not any(isinstance(n, ir.Break) for n in ir.walk(s.body))):
             self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
@@ -562,7 +565,7 @@ class Emitter:
 
     def e_Shape(self, e):
         if self.is32(e):
-            return f"(({self.type(T.INT32)}){e.array.name}__s{e.dim})"
+            return f"(({self.d.index32}){e.array.name}__s{e.dim})"
         return f"{e.array.name}__s{e.dim}"
 
     def e_Index(self, e):
@@ -583,7 +586,7 @@ class Emitter:
                 flat = x
             else:
                 ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}" if not small \
-                    else f"(({self.type(T.INT32)}){a.name}__s{k})"
+                    else f"(({self.d.index32}){a.name}__s{k})"
                 flat = f"({flat}) * {ext} + {x}"
         text = f"{a.name}[{flat}]"
         if isinstance(a, ir.FieldRef):
@@ -622,7 +625,8 @@ class Emitter:
             return complexes.expr(self, e)
         if e.type.is_bool:
             return f"({self.expr(e.operand)} != 0)"
-        return f"(({self.type(T.INT32 if self.is32(e) else e.type)}){self.expr(e.operand)})"
+        c = self.d.index32 if self.is32(e) else self.type(e.type)
+        return f"(({c}){self.expr(e.operand)})"
 
     def e_Call(self, e):
         if complexes.involved(e):

@@ -70,7 +70,7 @@ class GroupState:
 
 class WorkGroupDialect(Dialect):
     write_flags = True          # a helper stores into a caller's array as the caller would
-    index32 = True              # GPUs take several instructions for 64-bit integer math
+    index32 = "int"             # GPUs take several instructions for 64-bit integer math
     partials_together = False
     blocked_sums = False
     any_group_size = False
