@@ -143,7 +143,7 @@ def _extents32(args) -> bool:
     seen = False
     for a in args:
         if isinstance(a, (np.ndarray, DeviceArray)):
-            n = math.prod(a.shape)
+            n = a.size if type(a) is np.ndarray else math.prod(a.shape)
             if n > _INT32_MAX or n == 0 and max(a.shape, default=0) > _INT32_MAX:
                 return False
             seen = True
