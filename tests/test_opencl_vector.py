@@ -1,4 +1,4 @@
-"""Elementwise loops in OpenCL vector types on CPUs (plugins/opencl/vector.py): which
+"""Elementwise loops in OpenCL vector types on CPUs (compiler/vectypes.py): which
 loops qualify, and their results on PoCL against the same function run by Python, with
 a tail of fewer than a vector's lanes and a loop that starts late."""
 import numpy as np

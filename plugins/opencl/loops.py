@@ -23,12 +23,10 @@ row by row on CPUs.
 """
 from __future__ import annotations
 
-from pygomp.compiler import ir, steps
+from pygomp.compiler import ir, steps, vectypes
 from pygomp.compiler import types as T
 from pygomp.compiler.emit import rectangular
 from pygomp.compiler.workgroup import LEVELS, syncs
-
-from . import vector
 
 ID = {"gang": "pyg_g", "worker": "(long)get_local_id(1)", "vector": "(long)get_local_id(0)"}
 COUNT = {"gang": "pyg_G", "worker": "(long)get_local_size(1)",
@@ -74,11 +72,11 @@ class LoopLowering:
             em.line("#ifdef PYGOMP_SINGLE_ITEM_GROUPS")
             self._lanes(em, loop, u, k, trips)
             em.line("#else")
-        n = vector.lanes(em, loop) if rect and not lanes else 0
+        n = vectypes.lanes(em, loop) if rect and not lanes else 0
         if n:                            # elementwise: in vector types on CPUs
             em.line("#ifdef PYGOMP_DEVICE_CPU")
-            vector.block(em, loop, n, k, f"pyg_lo{u}", f"pyg_hi{u}",
-                         lambda: self._body(em, loop, k, trips, None))
+            vectypes.block(em, loop, n, k, f"pyg_lo{u}", f"pyg_hi{u}",
+                           lambda: self._body(em, loop, k, trips, None))
             em.line("#else")
         if not rect:                     # a contiguous block: row by row
             em.line("#ifdef PYGOMP_DEVICE_CPU")

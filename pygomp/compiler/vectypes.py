@@ -1,6 +1,6 @@
-"""Elementwise loops in OpenCL vector types on CPUs: PoCL calls its vector math (exp,
-log, sqrt of a float16 ...) only for values of vector types, and vectorizing the loop
-over work-items leaves the math calls scalar.
+"""Elementwise loops in OpenCL C vector types on CPUs (the OpenCL dialect asks): PoCL
+calls its vector math (exp, log, sqrt of a float16 ...) only for values of vector
+types, and vectorizing the loop over work-items leaves the math calls scalar.
 
 A parallel loop qualifies when its one dimension steps by 1 and its body is
 assignments of float values to its own variables and to ``a[i]`` (``i`` the loop
@@ -14,8 +14,8 @@ type, so results are those of the scalar loop within the math functions' bounds.
 """
 from __future__ import annotations
 
-from pygomp.compiler import ir
-from pygomp.compiler import types as T
+from . import ir
+from . import types as T
 
 BYTES = 64          # a vector's bytes: float16, double8 (AVX-512; two AVX2 registers)
 MATH = {"sqrt", "exp", "log", "exp2", "log2", "log10", "expm1", "log1p", "sin", "cos",
