@@ -45,6 +45,7 @@ the specialization.
 from __future__ import annotations
 
 import inspect
+import math
 import struct
 import sys
 import _thread          # threading's own locks: importing threading takes 0.5 ms
@@ -80,6 +81,8 @@ _Item = mapping.Item
 
 _CHECKED = ("boundscheck",)     # ends the specialization key of a checked call
 _NOWRAP = ("wraparound=False",)
+_SMALL = ("extents<2**31",)     # every array argument has fewer than 2**31 elements
+_INT32_MAX = 2**31 - 1
 _KINDS = {"to": kinds.TO, "from": kinds.FROM, "tofrom": kinds.TOFROM, "alloc": kinds.ALLOC}
 _MODS = {"always": kinds.FLAG_SPECIAL_2, "present": kinds.FLAG_PRESENT}
 
@@ -134,6 +137,19 @@ def _key(args):
                   else type(a) for a in args])
 
 
+def _extents32(args) -> bool:
+    """Whether a call has arrays, each with fewer than 2**31 elements and extents (its
+    specialization may then compute indices in 32 bits: compiler/narrow.py)."""
+    seen = False
+    for a in args:
+        if isinstance(a, (np.ndarray, DeviceArray)):
+            n = a.size if type(a) is np.ndarray else math.prod(a.shape)
+            if n > _INT32_MAX or n == 0 and max(a.shape, default=0) > _INT32_MAX:
+                return False
+            seen = True
+    return seen
+
+
 def _arrays(args):
     """The arguments with every array-like (see `constructs.as_array`) as an ndarray."""
     out = []
@@ -183,16 +199,18 @@ class Spec:
     per device identity, and the recipe that turns a call's arguments into map items.  The
     compiler runs only for a target whose source is not on disk (`kernel_cache`)."""
 
-    def __init__(self, kernel, argtypes, boundscheck=False, weak=()):
+    def __init__(self, kernel, argtypes, boundscheck=False, weak=(), extents32=False):
         from .compiler import types as T
         self.kernel = kernel
+        self.extents32 = extents32      # its arrays are smaller than 2**31 elements
         self.checked = boundscheck      # every access checked, the record its last array
         self.wraparound = kernel.wraparound     # negative indices count from the end
         # Python scalars (not annotated) are weak, as NEP 50 makes them
         self.weak = tuple(p for p in weak if kernel.annotations.get(p) is None)
         self.name = (f"{kernel.__name__}__{_tag(argtypes, kernel.param_names, self.weak)}"
                      + ("__bc" if boundscheck else "")
-                     + ("" if self.wraparound else "__nw"))
+                     + ("" if self.wraparound else "__nw")
+                     + ("__e32" if extents32 else ""))
         # annotations win over the scalar types of a call, as in the compiler
         anns = [kernel.annotations.get(pname) for pname in kernel.param_names]
         self.argtypes = [a if isinstance(t, T.Scalar) and isinstance(a, T.Scalar) else t
@@ -222,11 +240,12 @@ class Spec:
     def ir(self):
         """The kernel's typed IR (the compiler runs on first use)."""
         if self._ir is None:
-            from .compiler import frontend, reductions
+            from .compiler import frontend, narrow, reductions
             ir = frontend.compile_function(self.kernel.py_func, self.argtypes,
                                            name=self.name, boundscheck=self.checked,
                                            wraparound=self.wraparound, weak=self.weak)
             reductions.lower(ir)
+            narrow.mark(ir, self.extents32)
             self._params, self._ret, self._ir = ir.params, ir.ret, ir
         return self._ir
 
@@ -491,7 +510,8 @@ class Kernel:
             b.repeats = ()
 
     def _spec_key(self, args, check):
-        return _key(args) + (_CHECKED if check else ()) + (() if self._wraparound else _NOWRAP)
+        return _key(args) + (_CHECKED if check else ()) + (
+            () if self._wraparound else _NOWRAP) + (_SMALL if _extents32(args) else ())
 
     def __repr__(self):
         return f"<pygomp kernel {self.__qualname__}>"
@@ -508,7 +528,8 @@ class Kernel:
                 s = self._specs.get(key)
                 if s is None:
                     s = self._specs[key] = Spec(self, self.argtypes(args), check,
-                                                _python_scalars(self.param_names, args))
+                                                _python_scalars(self.param_names, args),
+                                                _SMALL[0] in key)
         return s
 
     def argtypes(self, args):

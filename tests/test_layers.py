@@ -26,7 +26,7 @@ BASE = {"pygomp.errors", "pygomp.frozen", "pygomp._version"}
 COMMANDS = {"pygomp.__main__"}
 # What each part may import of pygomp besides itself and BASE: only what lies below it.
 # The C face calls the omp_* and acc_* routines, written once for both faces (ROUTINES);
-# only a plugin's dialect (target.py, loops.py) imports the compiler (a test below).
+# only a plugin's dialect (target.py) imports the compiler (a test below).
 MAY_IMPORT = {"runtime": set(),
               "compiler": {"runtime"},
               "plugins": {"runtime", "compiler"},
@@ -203,7 +203,7 @@ def test_errors_import_nothing_of_pygomp():
 
 def test_plugins_runtime_halves_do_not_import_the_compiler():
     for p in sorted((ROOT / "plugins").glob("*/*.py")):
-        if p.name in ("target.py", "loops.py"):     # dialects build on the compiler
+        if p.name == "target.py":       # dialects build on the compiler
             continue
         mods = imports(p, f"pygomp.plugins.{p.parent.name}")
         assert not [m for m in mods if part_of(m) == "compiler"], p

@@ -10,7 +10,8 @@ SPELLINGS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "_
              "__shfl_xor_sync", "__shared__", "atomicAdd", "atomicCAS", "get_local_id",
              "get_local_size", "get_group_id", "get_num_groups", "get_global_id",
              "get_global_size", "CLK_LOCAL_MEM_FENCE", "__global", "__local", "atom_add",
-             "atomic_cmpxchg", "PYGOMP_DEVICE_CPU", "PYGOMP_SINGLE_ITEM_GROUPS")
+             "atomic_cmpxchg", "vload", "vstore", "PYGOMP_DEVICE_CPU",
+             "PYGOMP_SINGLE_ITEM_GROUPS")
 
 
 def _found(path, word):

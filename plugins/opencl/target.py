@@ -117,6 +117,9 @@ class OpenCLDialect(GroupWide):
     # -- text pieces ---------------------------------------------------------------
     fp64_guard = ("#ifdef cl_khr_fp64", "#endif")
     complex_struct = True
+    index32 = "pyg_index"       # 64-bit on CPUs: int's sign extensions cost more there
+    index_decl = ("#ifdef PYGOMP_DEVICE_CPU\ntypedef long pyg_index;\n#else\n"
+                  "typedef int pyg_index;\n#endif")
 
     def preamble(self, fn):
         return _PREAMBLE
@@ -125,6 +128,20 @@ class OpenCLDialect(GroupWide):
         if isinstance(t, T.Record):
             return t.c
         return C_TYPES[t.name] if isinstance(t, T.Scalar) else "void"
+
+    vector_types = True
+
+    def vector_type(self, t, n):
+        return f"{self.type_name(t)}{n}"
+
+    def vector_load(self, n, address):
+        return f"vload{n}(0, {address})"
+
+    def vector_store(self, n, value, address):
+        return f"vstore{n}({value}, 0, {address})"
+
+    def vector_convert(self, t, n, text):
+        return f"convert_{self.type_name(t)}{n}({text})"
 
     def pointer(self, t):
         """A helper's pointer parameter: its inferred space, or generic where the

@@ -28,6 +28,8 @@
     onegroup.py    a looping kernel as one work-group (a CPU device's variant)
     addrspace.py   address spaces where there is no generic one (OpenCL C 1.2)
     hoist.py       array loads a sequential loop may read once, before it
+    narrow.py      int64 values proven to fit in int32 (32-bit indices on GPUs)
+    vectypes.py    elementwise loops in OpenCL C vector types (PoCL's vector math)
     lang.py        the names kernels use (omp.gang, omp.barrier, ...)
 
 A plugin's ``target_hooks()`` returns a `dialect.Dialect` instance: the host one is

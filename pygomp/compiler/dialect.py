@@ -24,6 +24,8 @@ class Dialect:
     """
     target = "?"            # the target of the plugin that compiles it (Image.target)
     hoist_loads = False     # read loads no iteration changes once, before a loop (hoist.py)
+    index32 = ""            # the C type of int64 values proven to fit in int32 (narrow.py)
+    index_decl = ""         # what defines that type, after the preamble
     helper_prefix = "static "   # what opens a helper's definition
 
     def new_state(self, fn: ir.Function, like=None):

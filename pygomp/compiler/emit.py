@@ -60,6 +60,39 @@ class Emitter:
         self.check = getattr(fn, "boundscheck", False)
         self.sites, self.site_ids, self.site_line, self.placed = [], {}, None, {}
         self.readers, self.reader_defs = {}, []
+        self.i32 = bool(dialect.index32)    # narrow.py's int32 marks: in dialect.index32
+
+    def is32(self, e) -> bool:
+        """Whether an int64 expression is written as a 32-bit int (narrow.py)."""
+        if not self.i32 or e.type != T.INT64:
+            return False
+        return e.name in self.cur.narrow if isinstance(e, ir.Var) else e.i32
+
+    def var_type(self, name: str, t=T.INT64) -> str:
+        """The C type of a variable: int for an int64 one narrow.py narrowed."""
+        if self.i32 and t == T.INT64 and name in self.cur.narrow:
+            return self.d.index32
+        return self.type(t)
+
+    def wide(self, e, text: str) -> str:
+        """``text`` of ``e`` as a 64-bit value where it is written as 32-bit."""
+        return f"(({self.type(T.INT64)}){text})" if self.is32(e) else text
+
+    def operands(self, e, a, b) -> tuple[str, str]:
+        """The texts of two operands of ``e``, a 32-bit one widened where C's usual
+        conversions would not give int64's result: both 32-bit under a node whose value
+        may not fit, or beside a uint32 (int and uint meet as unsigned)."""
+        ta, tb = self.expr(a), self.expr(b)
+        if not self.i32:
+            return ta, tb
+        if self.is32(a) and self.is32(b) and e.type == T.INT64 and not self.is32(e) \
+                and not isinstance(e, ir.Select):
+            ta = self.wide(a, ta)
+        if b.type == T.UINT32:
+            ta = self.wide(a, ta)
+        if a.type == T.UINT32:
+            tb = self.wide(b, tb)
+        return ta, tb
 
     # -- text ---------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -93,6 +126,8 @@ class Emitter:
         if pre:
             self.out.append(pre.rstrip("\n"))
             self.out.append("")
+        if self.d.index_decl:
+            self.out += [self.d.index_decl, ""]
         if records.used(fn):
             self.out.append(records.typedefs(self.d, fn))
         if complexes.uses(fn):
@@ -159,7 +194,9 @@ class Emitter:
             if isinstance(t, T.Array):
                 self.d.array_decl(self, name, t)
             elif t is not None:
-                self.line(f"{self.type(t)} {name} = {self.d.const(0, t)};")
+                c = self.var_type(name, t)
+                zero = self.d.const(0, T.INT32 if c != self.type(t) else t)
+                self.line(f"{c} {name} = {zero};")
 
     # -- statements ----------------------------------------------------------
     def stmts(self, body) -> None:
@@ -224,7 +261,7 @@ class Emitter:
         self.line("}")
 
     def s_For(self, s, body=None):
-        i64 = self.type(T.INT64)
+        i64 = self.d.index32 if self.i32 and s.i32 else self.type(T.INT64)
         u = self.uid()
         stop, step = self.expr(s.stop), self.expr(s.step)
         self.line("{")
@@ -304,7 +341,8 @@ class Emitter:
         Ctrl-C's test (`stop_check`) runs once a chunk of STOP_CHUNK iterations where
         the step is a constant and nothing breaks out, so that the loop inside stays
         vectorizable; else at each iteration."""
-        i64, i = self.type(T.INT64), f"__i{u}"
+        i64 = self.d.index32 if self.i32 and s.i32 else self.type(T.INT64)
+        i = f"__i{u}"
         if not (self.stop_check(dry=True) and isinstance(s.step, ir.Const)
                 and not any(isinstance(n, ir.Break) for n in ir.walk(s.body))):
             self.line(f"for ({i64} {i} = {start}; {cmp}; {inc}) {{")
@@ -440,7 +478,7 @@ class Emitter:
         if not rectangular(loop):
             u = self.uid()
             r, f = f"__r{u}", f"__f{u}"
-            out += [f"{i64} {d.var} = 0;" for d in dims]
+            out += [f"{self.var_type(d.var)} {d.var} = 0;" for d in dims]
             out.append(f"{{ {i64} {r} = {k}; int {f} = 0;")
             for j, d in enumerate(dims[:-1]):
                 t = f"__t{u}_{j}"
@@ -452,13 +490,15 @@ class Emitter:
             out += ["}"] * len(dims)
             return out
         if len(dims) == 1:
-            return [f"const {i64} {dims[0].var} = {self._at(dims[0], k)};"]
+            return [f"const {self.var_type(dims[0].var)} {dims[0].var} = "
+                    f"{self._at(dims[0], k)};"]
         rem = f"__rem{self.uid()}"
         out.append(f"{i64} {rem} = {k};")
         for j in reversed(range(len(dims))):
             d = dims[j]
             idx = f"{rem} % {trips[j]}" if j else rem
-            out.append(f"const {i64} {d.var} = {self._at(d, '(' + idx + ')')};")
+            out.append(f"const {self.var_type(d.var)} {d.var} = "
+                       f"{self._at(d, '(' + idx + ')')};")
             if j:
                 out.append(f"{rem} /= {trips[j]};")
         return out
@@ -479,7 +519,7 @@ class Emitter:
                 t = f"__t{u}_{j}"
                 self.line(f"for ({i64} {t} = 0; {t} < {self.trip(d)} && {left} > 0; ++{t}) {{")
                 self.depth += 1
-                self.line(f"const {i64} {d.var} = {self._at(d, t)};")
+                self.line(f"const {self.var_type(d.var)} {d.var} = {self._at(d, t)};")
             last = dims[-1]
             m, b, e = f"__m{u}", f"__b{u}", f"__e{u}"
             self.line(f"const {i64} {m} = {self.trip(last)};")
@@ -491,7 +531,7 @@ class Emitter:
             t = f"__t{u}_{len(dims) - 1}"
             self.line(f"for ({i64} {t} = {b}; {t} < {e}; ++{t}) {{")
             with self.indent():
-                self.line(f"const {i64} {last.var} = {self._at(last, t)};")
+                self.line(f"const {self.var_type(last.var)} {last.var} = {self._at(last, t)};")
                 body()
             self.line("}")
             for _ in dims[:-1]:
@@ -515,7 +555,7 @@ class Emitter:
         return getattr(self, "e_" + type(e).__name__)(e)
 
     def e_Const(self, e):
-        return self.d.const(e.value, e.type)
+        return self.d.const(e.value, T.INT32 if self.is32(e) else e.type)
 
     def e_Var(self, e):
         return e.name
@@ -524,6 +564,8 @@ class Emitter:
         return e.name
 
     def e_Shape(self, e):
+        if self.is32(e):
+            return f"(({self.d.index32}){e.array.name}__s{e.dim})"
         return f"{e.array.name}__s{e.dim}"
 
     def e_Index(self, e):
@@ -533,6 +575,7 @@ class Emitter:
         t = a.type
         n = a.nrec if isinstance(a, ir.FieldRef) else t.ndim
         flat = sub = None
+        small = self.i32 and a.name in self.cur.small     # its offsets fit in int32
         for k, i in enumerate(e.indices):
             x = self.expr(i)
             if k == n:                  # a field's sub-array axes (records.py)
@@ -542,7 +585,8 @@ class Emitter:
             elif flat is None:
                 flat = x
             else:
-                ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}"
+                ext = str(t.shape[k]) if t.shape else f"{a.name}__s{k}" if not small \
+                    else f"(({self.d.index32}){a.name}__s{k})"
                 flat = f"({flat}) * {ext} + {x}"
         text = f"{a.name}[{flat}]"
         if isinstance(a, ir.FieldRef):
@@ -552,36 +596,43 @@ class Emitter:
     def e_BinOp(self, e):
         if complexes.involved(e):
             return complexes.expr(self, e)
-        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+        a, b = self.operands(e, e.left, e.right)
+        return f"({a} {e.op} {b})"
 
     def e_Unary(self, e):
         if complexes.involved(e):
             return complexes.expr(self, e)
-        return f"({e.op}{self.expr(e.operand)})"
+        x = self.expr(e.operand)
+        if self.is32(e.operand) and e.type == T.INT64 and not self.is32(e):
+            x = self.wide(e.operand, x)
+        return f"({e.op}{x})"
 
     def e_Compare(self, e):
         if complexes.involved(e):
             return complexes.expr(self, e)
-        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+        a, b = self.operands(e, e.left, e.right)
+        return f"({a} {e.op} {b})"
 
     def e_Logical(self, e):
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
 
     def e_Select(self, e):
-        return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
+        a, b = self.operands(e, e.a, e.b)
+        return f"({self.expr(e.cond)} ? {a} : {b})"
 
     def e_Cast(self, e):
         if complexes.involved(e):
             return complexes.expr(self, e)
         if e.type.is_bool:
             return f"({self.expr(e.operand)} != 0)"
-        return f"(({self.type(e.type)}){self.expr(e.operand)})"
+        c = self.d.index32 if self.is32(e) else self.type(e.type)
+        return f"(({c}){self.expr(e.operand)})"
 
     def e_Call(self, e):
         if complexes.involved(e):
             return complexes.expr(self, e)
         argt = e.args[0].type if e.args else e.type
-        return self.d.call(e.fn, argt, [self.expr(a) for a in e.args])
+        return self.d.call(e.fn, argt, [self.wide(a, self.expr(a)) for a in e.args])
 
     def e_Builtin(self, e):
         return self.d.builtin(self, e.name)

@@ -22,7 +22,7 @@ loop walks its contiguous block row by row on CPUs.
 """
 from __future__ import annotations
 
-from . import ir, steps
+from . import ir, steps, vectypes
 from . import types as T
 from .emit import rectangular
 from .workgroup import LEVELS, WorkGroupDialect, syncs
@@ -36,6 +36,19 @@ class GroupWide(WorkGroupDialect):
     blocked_sums = True         # CPUs: each work-item a contiguous block
     cpu_blocks = ""             # a macro the plugin defines on CPUs (contiguous blocks)
     single_items = ""           # a macro it defines for groups of one work-item
+    vector_types = False        # it spells vector types (`vectypes`: the hooks below)
+
+    def vector_type(self, t, n):
+        raise NotImplementedError
+
+    def vector_load(self, n, address):
+        raise NotImplementedError
+
+    def vector_store(self, n, value, address):
+        raise NotImplementedError
+
+    def vector_convert(self, t, n, text):
+        raise NotImplementedError
 
     def tree_slots(self, fn, plan):
         return 2 * tree_words(fn)
@@ -99,6 +112,10 @@ class GroupWide(WorkGroupDialect):
         elif "vector" in lv and _scalars(loop):
             self._either(em, self.single_items,
                          lambda: self._lanes(em, loop, u, k, trips), shares)
+        elif n := vectypes.lanes(em, loop):     # elementwise: in vector types on CPUs
+            self._either(em, self.cpu_blocks, lambda: vectypes.block(
+                em, loop, n, k, f"pyg_lo{u}", f"pyg_hi{u}",
+                lambda: self._body(em, loop, k, trips, None)), shares)
         else:
             shares()
 

@@ -17,6 +17,8 @@ from .types import Array, Scalar
 class Expr:
     type: object = field(default=None, kw_only=True)
     weak: bool = field(default=False, kw_only=True)   # a Python literal (NEP 50)
+    # an int64 value that fits in int32, written so by dialects with 32-bit indices
+    i32: bool = field(default=False, kw_only=True, compare=False, repr=False)
 
 
 @dataclass
@@ -167,6 +169,7 @@ class For(Stmt):
     stop: Expr
     step: Expr
     body: list
+    i32: bool = field(default=False, kw_only=True, compare=False)   # its counter (narrow.py)
 
 
 @dataclass
@@ -292,6 +295,10 @@ class Function:
     boundscheck: bool = False                       # kernels: every access is checked
     wraparound: bool = True                         # kernels: negative indices wrap
     rets: list = None           # a tuple's types, stored into the last params (forms.py)
+    # 32-bit indices (narrow.py): the int64 variables that fit in int32, and the arrays
+    # with fewer than 2**31 elements (their flat offsets fit)
+    narrow: frozenset = frozenset()
+    small: frozenset = frozenset()
 
 
 def stores(fn: Function) -> dict:
@@ -351,7 +358,7 @@ def dump(node, indent=0) -> str:
             v = getattr(node, f.name)
             if isinstance(v, list) and v and isinstance(v[0], Stmt):
                 subs.append(f"{pad}  {f.name}:\n" + dump(v, indent + 2))
-            elif f.name != "line":
+            elif f.name not in ("line", "i32"):
                 parts.append(f"{f.name}={_e(v)}")
         return "\n".join([f"{pad}{type(node).__name__}@{node.line} " + " ".join(parts)] + subs)
     return pad + _e(node)
@@ -362,7 +369,7 @@ def _e(v):
         return f"{v.fn.name}({', '.join(_e(a) for a in v.args)})"
     if isinstance(v, Expr):
         inner = ", ".join(_e(getattr(v, f.name)) for f in fields(v)
-                          if f.name not in ("type", "weak", "fixed"))
+                          if f.name not in ("type", "weak", "fixed", "i32"))
         return f"{type(v).__name__}<{v.type}>({inner})"
     if isinstance(v, list):
         return "[" + ", ".join(_e(x) for x in v) + "]"

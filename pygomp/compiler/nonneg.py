@@ -37,13 +37,20 @@ def stable(e, facts) -> bool:
     return True
 
 
-def lower(e, facts, const_lower):
+def lower(e, facts, const_lower, const_upper=None):
     """An integer lower bound of ``e``, or None.  ``facts``: C name -> ("loop", start,
     stop, step), ("value", expr) or None (a name that keeps its value);
-    ``const_lower(atom)``: the front end's constant bound of an atom."""
+    ``const_lower(atom)``: the front end's constant bound of an atom;
+    ``const_upper(atom)``: a constant upper bound of an atom (or None)."""
     atoms = {}
-    r = _search(_form(e, facts, atoms), facts, atoms, const_lower, 0)
+    r = _search(_form(e, facts, atoms), facts, atoms, (const_lower, const_upper), 0)
     return None if r is None else math.ceil(r)
+
+
+def upper(e, facts, const_lower, const_upper):
+    """An integer upper bound of the signed ``e``, or None (`lower` of ``-e``)."""
+    r = lower(ir.Unary("-", e, type=e.type), facts, const_lower, const_upper)
+    return None if r is None else -r
 
 
 def _form(e, facts, atoms, scale=Fraction(1)):
@@ -86,7 +93,7 @@ def _bounds(e, facts):
     return [], []
 
 
-def _search(form, facts, atoms, const_lower, steps):
+def _search(form, facts, atoms, const, steps):
     live = [k for k, c in form.items() if k != _ONE and c]
     if not live:
         return form.get(_ONE, Fraction(0))
@@ -99,23 +106,24 @@ def _search(form, facts, atoms, const_lower, steps):
         d = e.args[1].value
         if e.fn == "mod":           # 0 <= x % d <= d - 1
             rest[_ONE] = rest.get(_ONE, 0) + (0 if c > 0 else c * (d - 1))
-            return _search(rest, facts, atoms, const_lower, steps + 1)
+            return _search(rest, facts, atoms, const, steps + 1)
         # (x - d + 1) / d <= x // d <= x / d
         sub = _form(e.args[0], facts, atoms, c / d)
         if c > 0:
             sub[_ONE] = sub.get(_ONE, 0) - c * Fraction(d - 1, d)
-        return _search(_add(rest, sub), facts, atoms, const_lower, steps + 1)
+        return _search(_add(rest, sub), facts, atoms, const, steps + 1)
     lows, highs = _bounds(e, facts)
     best = None
     for b in (lows if c > 0 else highs):
-        r = _search(_add(rest, _form(b, facts, atoms, c)), facts, atoms, const_lower, steps + 1)
+        r = _search(_add(rest, _form(b, facts, atoms, c)), facts, atoms, const, steps + 1)
         if r is not None and (best is None or r > best):
             best = r
-    if best is None and c > 0:
-        lo = const_lower(e)
+    bound = const[c < 0]
+    if best is None and bound is not None:
+        lo = bound(e)               # a lower bound (c > 0) or upper bound (c < 0) of e
         if lo is not None:
             rest[_ONE] = rest.get(_ONE, 0) + c * lo
-            best = _search(rest, facts, atoms, const_lower, steps + 1)
+            best = _search(rest, facts, atoms, const, steps + 1)
     return best
 
 

@@ -73,6 +73,7 @@ class GroupState:
 
 class WorkGroupDialect(GroupSums, Dialect):
     write_flags = True          # a helper stores into a caller's array as the caller would
+    index32 = "int"             # GPUs take several instructions for 64-bit integer math
     partials_together = False
     blocked_sums = False
     any_group_size = False
