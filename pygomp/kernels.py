@@ -210,7 +210,7 @@ class Spec:
         self.name = (f"{kernel.__name__}__{_tag(argtypes, kernel.param_names, self.weak)}"
                      + ("__bc" if boundscheck else "")
                      + ("" if self.wraparound else "__nw")
-                     + ("__e32" if extents32 else ""))
+                     + ("__small" if extents32 else ""))
         # annotations win over the scalar types of a call, as in the compiler
         anns = [kernel.annotations.get(pname) for pname in kernel.param_names]
         self.argtypes = [a if isinstance(t, T.Scalar) and isinstance(a, T.Scalar) else t

@@ -72,12 +72,12 @@ def test_arrays_of_2_to_the_31_elements_keep_64_bits():
     seq = np.arange(6, dtype=np.int32)
     huge = np.broadcast_to(np.zeros(1, np.int32), (2**16, 2**16))
     src = diagonals.source(seq, huge, target="opencl")
-    assert "__e32" not in src and "((pyg_index)" not in src
+    assert "__small" not in src and "((pyg_index)" not in src
     for name in ("n", "d", "i", "j", "k"):
         assert _decl(src, name) == {"long"}, name
     assert "table[(i) * table__s1 + j]" in src
     small = diagonals.source(seq, np.zeros((6, 6), np.int32), target="opencl")
-    assert "__e32" in small
+    assert "__small" in small
 
 
 def _scaled(y, m):

@@ -315,7 +315,7 @@ def test_array_across_a_cut_is_a_clear_error():
 def test_loads_no_store_reaches_are_read_before_the_loop():
     from test_language import row_updates
     src = row_updates.source(np.zeros((2, 2)), np.zeros((2, 2)), target="opencl")
-    program, one = src.split("row_updates__f82_f82__e32__one(")
+    program, one = src.split("row_updates__f82_f82__small__one(")
     # the k loop's round is one launch, made twice (steps.py): each copy once, and once
     # in the one-group variant
     for s, copies in ((program, 2), (one, 1)):

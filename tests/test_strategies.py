@@ -11,7 +11,7 @@ SPELLINGS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "_
              "get_local_size", "get_group_id", "get_num_groups", "get_global_id",
              "get_global_size", "CLK_LOCAL_MEM_FENCE", "__global", "__local", "atom_add",
              "atomic_cmpxchg", "vload", "vstore", "PYGOMP_DEVICE_CPU",
-             "PYGOMP_SINGLE_ITEM_GROUPS")
+             "PYGOMP_SINGLE_ITEM_GROUPS", "PYGOMP_VECTOR_LOOPS")
 
 
 def _found(path, word):

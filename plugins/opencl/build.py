@@ -28,6 +28,65 @@ __kernel void pygomp_probe(__global int *out)
 PROBE_RESULT = [1, 4, 7, 10]
 
 
+# Vector types (vectypes.py's loops) through a program binary, as images are loaded.  The
+# PoCL of pyopencl's wheel (3.0, LLVM 14) finds no kernel in such a binary and aborts at
+# exit, so the probe runs in a process of its own.
+VECTOR_PROBE = """\
+__kernel void pygomp_probe(__global int *out)
+{
+    int i = get_global_id(0);
+    float16 f = (float16)((float)i) * 3.0f + exp((float16)(0.0f));
+    int r = (int)(f.sa);
+#ifdef cl_khr_fp64
+    double8 d = (double8)((double)i) * 3.0 + exp((double8)(0.0));
+    r = (r + (int)(d.s5)) / 2;
+#endif
+    out[i] = r;
+}
+"""
+_VECTOR_CHILD = """\
+import os, sys
+import numpy as np, pyopencl as cl
+key, options, src, want = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+def ident(d):
+    p = d.platform
+    return "|".join((p.name, p.version, d.name, d.version, d.driver_version))
+dev = [d for p in cl.get_platforms() for d in p.get_devices() if ident(d) == key][0]
+ctx = cl.Context([dev])
+binary = cl.Program(ctx, src).build(options=options).get_info(cl.program_info.BINARIES)[0]
+prg = cl.Program(ctx, [dev], [binary]).build(options=options)
+out = np.zeros(4, np.int32)
+buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+queue = cl.CommandQueue(ctx, dev)
+prg.pygomp_probe(queue, out.shape, None, buf)
+cl.enqueue_copy(queue, out, buf, is_blocking=True)
+print("ok" if out.tolist() == eval(want) else "wrong", flush=True)
+os._exit(0)
+"""
+
+
+def vector_probe(dev, options) -> bool:
+    """Whether ``dev`` runs kernels in vector types loaded from a program binary, cached
+    on disk like `probe`."""
+    import subprocess
+    import sys
+    k = cache.key("opencl vector probe", device_key(dev), options)
+    got = cache.get(k, ".probe")
+    if got is None:
+        try:
+            done = subprocess.run([sys.executable, "-c", _VECTOR_CHILD, device_key(dev),
+                                   options, VECTOR_PROBE, repr(PROBE_RESULT)],
+                                  capture_output=True, text=True, timeout=120)
+            got = b"ok" if done.stdout.strip() == "ok" else b"no"
+        except (OSError, subprocess.TimeoutExpired):
+            got = b"no"
+        try:
+            cache.put(k, got, ".probe")
+        except OSError:
+            pass
+    return got == b"ok"
+
+
 def device_key(dev) -> str:
     """Platform, device and driver: what a program binary is valid for."""
     p = dev.platform

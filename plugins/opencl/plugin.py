@@ -551,7 +551,12 @@ def _enumerate():
         for d in devs:
             info = _describe(d)
             caps = frozenset(info.properties["capabilities"].split())
-            why = _build.probe(cl, d, _options(info, caps, ()))
+            options = _options(info, caps, ())
+            why = _build.probe(cl, d, options)
+            if info.kind == "cpu" and not why and _build.vector_probe(d, options):
+                props = dict(info.properties)
+                props["capabilities"] = " ".join(sorted(caps | {"vector_loops"}))
+                info = info.replace(properties=props)
             found.append((d, info.replace(problem=why)))
     order = {"gpu": 0, "accelerator": 1, "cpu": 2}
     found.sort(key=lambda f: (order.get(f[1].kind, 3), bool(f[1].problem)))
@@ -633,6 +638,8 @@ def _options(info, caps, kernels) -> str:
         opts.append("-D PYGOMP_DEVICE_CPU=1")
         if _single_items() and all(k.any_group_size for k in kernels):
             opts.append("-D PYGOMP_SINGLE_ITEM_GROUPS=1")
+        if "vector_loops" in caps:          # a binary's vector types work (build.py)
+            opts.append("-D PYGOMP_VECTOR_LOOPS=1")
     if "generic_address_space" in caps:
         opts += [f"-cl-std={info.properties['cl_std']}", "-D PYGOMP_GENERIC_ADDRESS_SPACE=1"]
     opts += os.environ.get("PYGOMP_OPENCL_BUILD_OPTIONS", "").split()

@@ -129,7 +129,7 @@ class OpenCLDialect(GroupWide):
             return t.c
         return C_TYPES[t.name] if isinstance(t, T.Scalar) else "void"
 
-    vector_types = True
+    vector_types, vector_blocks = True, "PYGOMP_VECTOR_LOOPS"
 
     def vector_type(self, t, n):
         return f"{self.type_name(t)}{n}"

@@ -37,6 +37,7 @@ class GroupWide(WorkGroupDialect):
     cpu_blocks = ""             # a macro the plugin defines on CPUs (contiguous blocks)
     single_items = ""           # a macro it defines for groups of one work-item
     vector_types = False        # it spells vector types (`vectypes`: the hooks below)
+    vector_blocks = ""          # a macro it defines where blocks run in vector types
 
     def vector_type(self, t, n):
         raise NotImplementedError
@@ -113,7 +114,7 @@ class GroupWide(WorkGroupDialect):
             self._either(em, self.single_items,
                          lambda: self._lanes(em, loop, u, k, trips), shares)
         elif n := vectypes.lanes(em, loop):     # elementwise: in vector types on CPUs
-            self._either(em, self.cpu_blocks, lambda: vectypes.block(
+            self._either(em, self.vector_blocks, lambda: vectypes.block(
                 em, loop, n, k, f"pyg_lo{u}", f"pyg_hi{u}",
                 lambda: self._body(em, loop, k, trips, None)), shares)
         else:

@@ -5,10 +5,10 @@ types, and vectorizing the loop over work-items leaves the math calls scalar.
 A parallel loop qualifies when its one dimension steps by 1 and its body is
 assignments of float values to its own variables and to ``a[i]`` (``i`` the loop
 variable), from loads ``a[i]``, values the same in every iteration, arithmetic,
-comparisons, selections and the math functions OpenCL overloads on vectors.  Its block
-of iterations (the dialect's ``cpu_blocks``) then runs LANES at a time (the dialect's
-``vector_load``/``vector_store``), and the rest one at a time as before.  The iterations of a parallel loop are
-independent, so running LANES of them side by side, statement by statement, computes
+comparisons, selections and the math functions OpenCL overloads on vectors.  Its
+contiguous block of iterations (a CPU's, where the plugin defines the dialect's
+``vector_blocks``) then runs LANES at a time (``vector_load``/``vector_store``), and
+the rest one at a time as before.  The iterations of a parallel loop are independent, so running LANES of them side by side, statement by statement, computes
 what they compute one by one; each lane calls the same function of the same argument
 type, so results are those of the scalar loop within the math functions' bounds.
 """
