@@ -28,7 +28,7 @@ HUGE = 4 << 20              # bytes: from here on, huge pages
 PAGE = 2 << 20              # a transparent huge page on x86-64 and arm64
 LARGE = 128 << 10           # bytes: from here on, whole pages, kept for reuse once freed
 SMALL_PAGE = 4096
-ALIGNMENT = 64              # smaller allocations: a cache line
+ALIGNMENT = 128             # smaller allocations: OpenCL's base alignment of a buffer
 MADV_HUGEPAGE = 14
 
 # cffi's C backend, the FFI that cffi's precompiled ABI modules use: it parses C types
@@ -45,6 +45,7 @@ def c_function(name, ctype):
 
 
 _aligned_alloc = c_function("aligned_alloc", "uintptr_t (*)(size_t, size_t)")
+copy = c_function("memcpy", "uintptr_t (*)(uintptr_t, uintptr_t, size_t)")  # dst, src, n
 _free = c_function("free", "void (*)(uintptr_t)")
 _madvise = None
 if sys.platform.startswith("linux"):

@@ -1,0 +1,218 @@
+"""Calls with new arrays against repeated calls, and the host device's copies, side by
+side in one run.
+
+    python bench/bench_new_arrays.py [--quick]
+    python bench/bench_new_arrays.py --callgrind    # instructions a call, under valgrind
+
+1. ``y[i] = 2 * x[i]`` on 1000 float64, on the initial device, the host device and PoCL:
+   a repeated call (the same two arrays every call), a call with new arrays (arrays
+   other than the last call's: the runtime sees new ones, 8 pairs in turn, so that the
+   caches hold them), a call with fresh copies (``x.copy()`` and a new ``y`` each call,
+   as PolyBench's harness does; numpy's own time for making them is shown apart), and
+   new/repeated.  For PoCL, the same round trip in raw pyopencl (new buffers from the
+   host arrays, the kernel, two reads, finish) and mapped call / raw.
+2. The host device's copies: a fresh device allocation, a copy to it and back, and its
+   free, against numpy's copyto and ctypes.memmove of the same bytes there and back, in
+   GB/s, at 1, 16 and 64 MB.
+3. ``--callgrind``: the instructions of one call (repeated, and with new arrays) on the
+   initial and the host device, counted by valgrind's callgrind in a child run with
+   OMP_NUM_THREADS=1, where wall time is noise on a busy machine.
+
+Times are the best of several batches, measured in alternation (`timing.duel`).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("PYGOMP_DEVICES", "host,opencl:pocl")
+
+import numpy as np  # noqa: E402
+
+import pygomp as omp  # noqa: E402
+from pygomp.runtime import devices  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import duel  # noqa: E402
+
+N = 1000
+PAIRS = 8
+
+
+@omp.target
+def double(x, y):
+    for i in omp.parallel_range(x.shape[0]):
+        y[i] = 2 * x[i]
+
+
+def batches(k, calls):
+    """The repeated, new and fresh cases of kernel ``k`` (a bound kernel), ``calls``
+    calls a batch."""
+    x, y = np.ones(N), np.zeros(N)
+    pairs = [(np.ones(N), np.zeros(N)) for _ in range(PAIRS)]
+
+    def same():
+        for _ in range(calls):
+            k(x, y)
+
+    def new():
+        for i in range(calls):
+            k(*pairs[i % PAIRS])
+
+    def fresh():
+        for _ in range(calls):
+            k(x.copy(), np.empty_like(y))
+
+    def numpy_only():
+        for _ in range(calls):
+            x.copy(), np.empty_like(y)
+    return {"same": same, "new": new, "fresh": fresh, "numpy": numpy_only}
+
+
+def raw_pyopencl(dev, calls):
+    """The PoCL round trip in raw pyopencl, ``calls`` times a batch."""
+    import pyopencl as cl
+    _, ctx, _ = dev.plugin.cl_device(dev.local)
+    queue = cl.CommandQueue(ctx)
+    kernel = cl.Program(ctx, "__kernel void k(__global const double *x, __global double *y,"
+                        " long n) { long i = get_global_id(0); if (i < n) y[i] = 2 * x[i]; }"
+                        ).build().k
+    pairs = [(np.ones(N), np.zeros(N)) for _ in range(PAIRS)]
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+
+    def raw():
+        for i in range(calls):
+            x, y = pairs[i % PAIRS]
+            bx, by = cl.Buffer(ctx, flags, hostbuf=x), cl.Buffer(ctx, flags, hostbuf=y)
+            kernel(queue, (N,), None, bx, by, np.int64(N))
+            cl.enqueue_copy(queue, x, bx, is_blocking=False)
+            cl.enqueue_copy(queue, y, by, is_blocking=False)
+            queue.finish()
+    return raw
+
+
+def calls_table(quick):
+    calls, repeat = (50, 3) if quick else (300, 7)
+    print(f"y[i] = 2 * x[i], {N} float64: microseconds a call (best of {repeat} batches "
+          f"of {calls})")
+    print(f"{'device':24} {'repeated':>9} {'new':>9} {'fresh':>9} {'(numpy)':>9} "
+          f"{'new/rep':>8} {'raw ocl':>9} {'new/raw':>8}")
+    for dev in devices.all_devices():
+        if dev.plugin.name not in ("host", "opencl"):
+            continue
+        fs = batches(double.on(dev.number), calls)
+        raw = dev.plugin.name == "opencl" and dev.info.kind == "cpu"
+        if raw:
+            fs["raw"] = raw_pyopencl(dev, calls)
+        t = {k: v / calls * 1e6 for k, v in duel(fs, repeat).items()}
+        name = "initial" if dev.is_initial else f"{dev.number} {dev.plugin.name}"
+        line = (f"{name:24} {t['same']:9.1f} {t['new']:9.1f} {t['fresh']:9.1f} "
+                f"{t['numpy']:9.1f} {t['new'] / t['same']:8.2f}")
+        if raw:
+            line += f" {t['raw']:9.1f} {t['new'] / t['raw']:8.2f}"
+        print(line, flush=True)
+
+
+def copies_table(quick):
+    dev = next((d for d in devices.all_devices()
+                if d.plugin.name == "host" and not d.is_initial), None)
+    if dev is None:
+        print("no host device: no copies")
+        return
+    p, local = dev.plugin, dev.local
+    p.init_device(local)
+    print("host device: fresh allocation, copy there and back, free; GB/s (2 x bytes)")
+    print(f"{'MB':>4} {'pygomp':>8} {'copyto':>8} {'memmove':>8} {'pygomp/copyto':>14}")
+    for mb in (1, 16) if quick else (1, 16, 64):
+        n = mb << 20
+        src, dst = np.ones(n // 8), np.zeros(n // 8)
+        s, d = src.ctypes.data, dst.ctypes.data
+
+        def pygomp():
+            a = p.alloc(local, n)
+            p.host2dev(local, a, s, n)
+            p.dev2host(local, d, a, n)
+            p.free(local, a)
+
+        def copyto():
+            np.copyto(dst, src)
+            np.copyto(src, dst)
+
+        def memmove():
+            ctypes.memmove(d, s, n)
+            ctypes.memmove(s, d, n)
+        t = duel({"pygomp": pygomp, "copyto": copyto, "memmove": memmove},
+                 3 if quick else 7)
+        gb = {k: 2 * n / v / 1e9 for k, v in t.items()}
+        print(f"{mb:4} {gb['pygomp']:8.1f} {gb['copyto']:8.1f} {gb['memmove']:8.1f} "
+              f"{gb['pygomp'] / gb['copyto']:14.2f}", flush=True)
+
+
+# -- instructions a call, under callgrind --------------------------------------------
+
+TRAMPOLINE = "void pyg_same(void (*f)(void)) { f(); }\nvoid pyg_new(void (*f)(void)) { f(); }\n"
+CALLS = 50
+
+
+def inner_callgrind(path):
+    """In the child run under valgrind: each case's calls inside the C function named
+    after it (pyg_same, pyg_new), which callgrind counts."""
+    lib = ctypes.CDLL(path)
+    fn = ctypes.CFUNCTYPE(None)
+    for dev in devices.all_devices():
+        if dev.plugin.name != "host":
+            continue
+        fs = batches(double.on(dev.number), CALLS)
+        for f in fs.values():           # compiled, warm
+            f()
+        print(f"device {dev.number}", flush=True)
+        for case in ("same", "new"):
+            getattr(lib, f"pyg_{case}")(fn(fs[case]))
+            print(f"done {case}", flush=True)
+
+
+def callgrind():
+    from pygomp_plugins.host.plugin import compile_c
+    with tempfile.TemporaryDirectory() as tmp:
+        so = os.path.join(tmp, "trampoline.so")
+        with open(so, "wb") as f:
+            f.write(compile_c(TRAMPOLINE, "trampoline"))
+        counts = {}
+        for dev in ("none", "host"):    # the initial device; the host device
+            out = os.path.join(tmp, f"cg.{dev}")
+            env = dict(os.environ, PYGOMP_DEVICES=dev, OMP_NUM_THREADS="1")
+            subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                            "--toggle-collect=pyg_same", "--toggle-collect=pyg_new",
+                            f"--callgrind-out-file={out}", sys.executable, __file__,
+                            "--inner-callgrind", so], env=env, check=True,
+                           capture_output=True)
+            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
+                                  capture_output=True, text=True, check=True).stdout
+            for case in ("same", "new"):
+                m = re.search(rf"^\s*([\d,]+)\s.*\bpyg_{case}\b", text, re.M)
+                counts[dev, case] = int(m.group(1).replace(",", "")) / CALLS
+        print(f"instructions a call (callgrind, OMP_NUM_THREADS=1, {CALLS} calls)")
+        print(f"{'device':10} {'repeated':>10} {'new':>10} {'new/rep':>8}")
+        for dev, name in (("none", "initial"), ("host", "host")):
+            same, new = counts[dev, "same"], counts[dev, "new"]
+            print(f"{name:10} {same:10.0f} {new:10.0f} {new / same:8.2f}")
+
+
+def main():
+    if "--inner-callgrind" in sys.argv:
+        return inner_callgrind(sys.argv[-1])
+    if "--callgrind" in sys.argv:
+        return callgrind()
+    quick = "--quick" in sys.argv
+    print(f"load average: {open('/proc/loadavg').read().split()[:3]}", flush=True)
+    calls_table(quick)
+    copies_table(quick)
+    print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()
