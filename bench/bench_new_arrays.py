@@ -14,9 +14,10 @@ side in one run.
 2. The host device's copies: a fresh device allocation, a copy to it and back, and its
    free, against numpy's copyto and ctypes.memmove of the same bytes there and back, in
    GB/s, at 1, 16 and 64 MB.
-3. ``--callgrind``: the instructions of one call (repeated, and with new arrays) on the
-   initial and the host device, counted by valgrind's callgrind in a child run with
-   OMP_NUM_THREADS=1, where wall time is noise on a busy machine.
+3. ``--callgrind``: the instructions of one call (repeated, with new arrays, raw
+   pyopencl's) on each device, counted by valgrind's callgrind (every thread: PoCL's
+   too) in a child run with OMP_NUM_THREADS=1, where wall time is noise on a busy
+   machine.
 
 Times are the best of several batches, measured in alternation (`timing.duel`).
 """
@@ -154,52 +155,75 @@ def copies_table(quick):
 
 # -- instructions a call, under callgrind --------------------------------------------
 
-TRAMPOLINE = "void pyg_same(void (*f)(void)) { f(); }\nvoid pyg_new(void (*f)(void)) { f(); }\n"
 CALLS = 50
+CASES = ("same", "new", "raw")
+
+
+def _trampolines(names):
+    """C functions that call what they are given, one a case: callgrind counts each."""
+    return "".join(f"void pyg_{n}(void (*f)(void)) {{ f(); }}\n" for n in names)
+
+
+def _cases():
+    """``(name, function running CALLS calls)`` of every case on every device."""
+    for dev in devices.all_devices():
+        if dev.plugin.name not in ("host", "opencl"):
+            continue
+        fs = batches(double.on(dev.number), CALLS)
+        if dev.plugin.name == "opencl" and dev.info.kind == "cpu":
+            fs["raw"] = raw_pyopencl(dev, CALLS)
+        tag = "initial" if dev.is_initial else f"{dev.plugin.name}{dev.number}"
+        for case in CASES:
+            if case in fs:
+                yield f"{tag}_{case}", fs[case]
 
 
 def inner_callgrind(path):
-    """In the child run under valgrind: each case's calls inside the C function named
-    after it (pyg_same, pyg_new), which callgrind counts."""
+    """In the child run under valgrind: each case's calls inside its C function."""
     lib = ctypes.CDLL(path)
     fn = ctypes.CFUNCTYPE(None)
-    for dev in devices.all_devices():
-        if dev.plugin.name != "host":
-            continue
-        fs = batches(double.on(dev.number), CALLS)
-        for f in fs.values():           # compiled, warm
-            f()
-        print(f"device {dev.number}", flush=True)
-        for case in ("same", "new"):
-            getattr(lib, f"pyg_{case}")(fn(fs[case]))
-            print(f"done {case}", flush=True)
+    for name, f in _cases():
+        f()                             # compiled, warm
+        f()
+        getattr(lib, f"pyg_{name}")(fn(f))
 
 
 def callgrind():
     from pygomp_plugins.host.plugin import compile_c
+    names = [name for name, _ in _cases()]
     with tempfile.TemporaryDirectory() as tmp:
-        so = os.path.join(tmp, "trampoline.so")
+        # valgrind runs no AVX-512: gcc builds for x86-64-v3 (its last -march wins),
+        # the host device's kernels too, in a cache of their own
+        cc = os.path.join(tmp, "cc")
+        with open(cc, "w") as f:
+            f.write('#!/bin/sh\nexec gcc "$@" -march=x86-64-v3\n')
+        os.chmod(cc, 0o755)
+        env = dict(os.environ, OMP_NUM_THREADS="1", CC=cc,
+                   PYGOMP_CACHE_DIR=os.path.join(tmp, "cache"))
+        so, out = os.path.join(tmp, "trampoline.so"), os.path.join(tmp, "cg.out")
+        os.environ["CC"] = cc
         with open(so, "wb") as f:
-            f.write(compile_c(TRAMPOLINE, "trampoline"))
-        counts = {}
-        for dev in ("none", "host"):    # the initial device; the host device
-            out = os.path.join(tmp, f"cg.{dev}")
-            env = dict(os.environ, PYGOMP_DEVICES=dev, OMP_NUM_THREADS="1")
-            subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                            "--toggle-collect=pyg_same", "--toggle-collect=pyg_new",
-                            f"--callgrind-out-file={out}", sys.executable, __file__,
-                            "--inner-callgrind", so], env=env, check=True,
-                           capture_output=True)
-            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
-                                  capture_output=True, text=True, check=True).stdout
-            for case in ("same", "new"):
-                m = re.search(rf"^\s*([\d,]+)\s.*\bpyg_{case}\b", text, re.M)
-                counts[dev, case] = int(m.group(1).replace(",", "")) / CALLS
-        print(f"instructions a call (callgrind, OMP_NUM_THREADS=1, {CALLS} calls)")
-        print(f"{'device':10} {'repeated':>10} {'new':>10} {'new/rep':>8}")
-        for dev, name in (("none", "initial"), ("host", "host")):
-            same, new = counts[dev, "same"], counts[dev, "new"]
-            print(f"{name:10} {same:10.0f} {new:10.0f} {new / same:8.2f}")
+            f.write(compile_c(_trampolines(names), "trampolines"))
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                        *(f"--toggle-collect=pyg_{n}" for n in names),
+                        f"--callgrind-out-file={out}", sys.executable, __file__,
+                        "--inner-callgrind", so], env=env, check=True, capture_output=True)
+        text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
+                              capture_output=True, text=True, check=True).stdout
+    count = {}
+    for n in names:
+        m = re.search(rf"^\s*([\d,]+)\s.*\bpyg_{n}\b", text, re.M)
+        count[n] = int(m.group(1).replace(",", "")) / CALLS if m else float("nan")
+    print(f"instructions a call (callgrind, every thread, OMP_NUM_THREADS=1, {CALLS} calls)")
+    print(f"{'device':10} {'repeated':>10} {'new':>10} {'new/rep':>8} {'raw ocl':>10} "
+          f"{'new/raw':>8}")
+    for tag in dict.fromkeys(n.rsplit("_", 1)[0] for n in names):
+        same, new = count[f"{tag}_same"], count[f"{tag}_new"]
+        line = f"{tag:10} {same:10.0f} {new:10.0f} {new / same:8.2f}"
+        if f"{tag}_raw" in count:
+            raw = count[f"{tag}_raw"]
+            line += f" {raw:10.0f} {new / raw:8.2f}"
+        print(line)
 
 
 def main():

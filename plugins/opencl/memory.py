@@ -72,16 +72,22 @@ class Quiet:
     and the event of the last launch enqueued (`last`: queue handle -> event, which
     the C fast path writes too) is complete.  Any other command on a user's buffer
     (a copy, a fill) is waited for by whoever enqueued it."""
-    __slots__ = ("open", "last", "queue", "complete")
+    __slots__ = ("open", "last", "queue", "complete", "seen")
 
     def __init__(self, last: dict, queue: int, complete: int):
         self.open, self.last, self.queue, self.complete = set(), last, queue, complete
+        self.seen = None                # the last event found complete
 
     def __call__(self) -> bool:
         if self.open:
             return False
         ev = self.last.get(self.queue)
-        return ev is None or ev.command_execution_status == self.complete
+        if ev is None or ev is self.seen:
+            return True
+        if ev.command_execution_status != self.complete:
+            return False
+        self.seen = ev
+        return True
 
     def begin(self, run) -> None:
         """A launch of ``run`` is being enqueued."""
