@@ -57,13 +57,14 @@ class Call:
     host address and the extents, and `run_alike` runs such calls."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args", "epoch", "planned", "fast", "alike")
+                 "args", "epoch", "planned", "fast", "alike", "every")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
                  host_code=False, alike=None):
         self.dev, self.fn, self.launch, self.result = dev, fn, launch, result
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
+        self.every = tuple(slots) == tuple(range(len(self.items)))
         self.host_code = host_code
         self.alike = alike
         self.devs = self.version = None     # what the last look-up saw
@@ -228,9 +229,12 @@ class Call:
         if they do not change) or, without one, ``host(words)``; with ``values`` at
         `slots`, and a result slot if the kernel has a result."""
         if values or self.result:
-            words = words[:]
-            for i, v in zip(self.slots, values):
-                words[i] = v & WORD
+            if self.every and values:   # every word is a per-call one, in order
+                words = [v & WORD for v in values]
+            else:
+                words = words[:]
+                for i, v in zip(self.slots, values):
+                    words[i] = v & WORD
             args = None
         if not self.result:
             if launcher is None:
