@@ -113,10 +113,10 @@ def _attempts(layout, result):
             words.append(f"w{pos}({a})" if n == 1 else f"*w{pos}({a})")
         body.append("    return MISS")
     run = f"run([{', '.join(words)}])" if words else "run(())"
+    got = ""
     if -1 in layout:            # `calls.Call.run_alike` may run nothing
-        run, got = "got", f"        got = {run}\n        if got is MISS:\n            return MISS\n"
-    else:
-        got = ""
+        run, got = "got", (f"        got = {run}\n"
+                           f"        if got is MISS:\n            return MISS\n")
     args = "".join(f"a{pos}, " for pos in range(len(layout)))
     src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
            f"    def attempt(args):\n"
@@ -125,7 +125,8 @@ def _attempts(layout, result):
            + (f"        {args}= args\n" if layout else "")
            + "".join(f"        {line}\n" for line in body)
            + "        if not fresh():\n            return MISS\n"     # the arguments first:
-           + got + f"        return {f'finish({run})' if result else run}\n"  # a miss costs less
+           + got                                                       # a miss costs less
+           + f"        return {f'finish({run})' if result else run}\n"
            f"    return attempt\n")
     ns = {"MISS": MISS, "ndarray": np.ndarray, "address": address}
     exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)
