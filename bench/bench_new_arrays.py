@@ -10,7 +10,9 @@ side in one run.
    caches hold them), a call with fresh copies (``x.copy()`` and a new ``y`` each call,
    as PolyBench's harness does; numpy's own time for making them is shown apart), and
    new/repeated.  For PoCL, the same round trip in raw pyopencl (new buffers from the
-   host arrays, the kernel, two reads, finish) and mapped call / raw.
+   host arrays, the kernel, two reads, finish) and mapped call / raw: with one
+   work-item an element, and with the runtime's launch (as many work-groups of one
+   work-item, each looping), which tells the call's cost from the launch's.
 2. The host device's copies: a fresh device allocation, a copy to it and back, and its
    free, against numpy's copyto and ctypes.memmove of the same bytes there and back, in
    GB/s, at 1, 16 and 64 MB.
@@ -74,14 +76,30 @@ def batches(k, calls):
     return {"same": same, "new": new, "fresh": fresh, "numpy": numpy_only}
 
 
-def raw_pyopencl(dev, calls):
-    """The PoCL round trip in raw pyopencl, ``calls`` times a batch."""
+RAW = """
+__kernel void k(__global const double *x, __global double *y, long n)
+{
+    long i = get_global_id(0);
+    if (i < n)
+        y[i] = 2 * x[i];
+}
+__kernel void g(__global const double *x, __global double *y, long n)
+{
+    for (long i = get_group_id(1); i < n; i += get_num_groups(1))
+        y[i] = 2 * x[i];
+}
+"""
+
+
+def raw_pyopencl(dev, calls, gangs=0):
+    """The PoCL round trip in raw pyopencl, ``calls`` times a batch: one work-item an
+    element in groups PoCL chooses, or (``gangs``) the runtime's launch of the kernel,
+    that many groups of one work-item."""
     import pyopencl as cl
     _, ctx, _ = dev.plugin.cl_device(dev.local)
     queue = cl.CommandQueue(ctx)
-    kernel = cl.Program(ctx, "__kernel void k(__global const double *x, __global double *y,"
-                        " long n) { long i = get_global_id(0); if (i < n) y[i] = 2 * x[i]; }"
-                        ).build().k
+    prg = cl.Program(ctx, RAW).build()
+    kernel, size, group = (prg.g, (1, gangs), (1, 1)) if gangs else (prg.k, (N,), None)
     pairs = [(np.ones(N), np.zeros(N)) for _ in range(PAIRS)]
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
 
@@ -89,33 +107,47 @@ def raw_pyopencl(dev, calls):
         for i in range(calls):
             x, y = pairs[i % PAIRS]
             bx, by = cl.Buffer(ctx, flags, hostbuf=x), cl.Buffer(ctx, flags, hostbuf=y)
-            kernel(queue, (N,), None, bx, by, np.int64(N))
+            kernel(queue, size, group, bx, by, np.int64(N))
             cl.enqueue_copy(queue, x, bx, is_blocking=False)
             cl.enqueue_copy(queue, y, by, is_blocking=False)
             queue.finish()
     return raw
 
 
+def _gangs(dev):
+    """The work-groups the runtime launches ``double`` with on ``dev`` (it has run)."""
+    for k in dev.plugin._kernels.values():
+        if k.info.name.startswith("double"):
+            for plan in k.plans.values():
+                return plan[0]
+    return dev.info.properties["default_gangs"]
+
+
 def calls_table(quick):
     calls, repeat = (50, 3) if quick else (300, 7)
     print(f"y[i] = 2 * x[i], {N} float64: microseconds a call (best of {repeat} batches "
           f"of {calls})")
-    print(f"{'device':24} {'repeated':>9} {'new':>9} {'fresh':>9} {'(numpy)':>9} "
-          f"{'new/rep':>8} {'raw ocl':>9} {'new/raw':>8}")
+    print(f"{'device':10} {'repeated':>9} {'new':>9} {'fresh':>9} {'(numpy)':>9} "
+          f"{'new/rep':>8} {'raw ocl':>9} {'new/raw':>8} {'raw same':>9} {'new/same':>8}")
     for dev in devices.all_devices():
         if dev.plugin.name not in ("host", "opencl"):
             continue
         fs = batches(double.on(dev.number), calls)
         raw = dev.plugin.name == "opencl" and dev.info.kind == "cpu"
         if raw:
+            fs["same"]()
             fs["raw"] = raw_pyopencl(dev, calls)
+            fs["rawg"] = raw_pyopencl(dev, calls, _gangs(dev))
         t = {k: v / calls * 1e6 for k, v in duel(fs, repeat).items()}
         name = "initial" if dev.is_initial else f"{dev.number} {dev.plugin.name}"
-        line = (f"{name:24} {t['same']:9.1f} {t['new']:9.1f} {t['fresh']:9.1f} "
+        line = (f"{name:10} {t['same']:9.1f} {t['new']:9.1f} {t['fresh']:9.1f} "
                 f"{t['numpy']:9.1f} {t['new'] / t['same']:8.2f}")
         if raw:
-            line += f" {t['raw']:9.1f} {t['new'] / t['raw']:8.2f}"
+            line += (f" {t['raw']:9.1f} {t['new'] / t['raw']:8.2f} {t['rawg']:9.1f} "
+                     f"{t['new'] / t['rawg']:8.2f}")
         print(line, flush=True)
+    print("raw ocl: new buffers, the kernel, two reads, finish, one work-item an element; "
+          "raw same:\nthe same with the runtime's launch (its work-groups of one item)")
 
 
 def copies_table(quick):
@@ -156,7 +188,7 @@ def copies_table(quick):
 # -- instructions a call, under callgrind --------------------------------------------
 
 CALLS = 50
-CASES = ("same", "new", "raw")
+CASES = ("same", "new", "raw", "rawg")
 MEASURE = r"""
 #include <valgrind/callgrind.h>
 void pyg_measure(void (*f)(void), const char *name)
@@ -177,7 +209,9 @@ def _cases():
             continue
         fs = batches(double.on(dev.number), CALLS)
         if dev.plugin.name == "opencl" and dev.info.kind == "cpu":
+            fs["same"]()
             fs["raw"] = raw_pyopencl(dev, CALLS)
+            fs["rawg"] = raw_pyopencl(dev, CALLS, _gangs(dev))
         tag = "initial" if dev.is_initial else f"{dev.plugin.name}{dev.number}"
         for case in CASES:
             if case in fs:
@@ -224,13 +258,13 @@ def callgrind():
                     count[case.group(1)] = int(total.group(1)) / CALLS
     print(f"instructions a call (callgrind, every thread, OMP_NUM_THREADS=1, {CALLS} calls)")
     print(f"{'device':10} {'repeated':>10} {'new':>10} {'new/rep':>8} {'raw ocl':>10} "
-          f"{'new/raw':>8}")
+          f"{'new/raw':>8} {'raw same':>10} {'new/same':>8}")
     for tag in dict.fromkeys(n.rsplit("_", 1)[0] for n in count):
         same, new = count[f"{tag}_same"], count[f"{tag}_new"]
         line = f"{tag:10} {same:10.0f} {new:10.0f} {new / same:8.2f}"
         if f"{tag}_raw" in count:
-            raw = count[f"{tag}_raw"]
-            line += f" {raw:10.0f} {new / raw:8.2f}"
+            raw, rawg = count[f"{tag}_raw"], count[f"{tag}_rawg"]
+            line += f" {raw:10.0f} {new / raw:8.2f} {rawg:10.0f} {new / rawg:8.2f}"
         print(line)
 
 
