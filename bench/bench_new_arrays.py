@@ -17,9 +17,9 @@ side in one run.
    free, against numpy's copyto and ctypes.memmove of the same bytes there and back, in
    GB/s, at 1, 16 and 64 MB.
 3. ``--callgrind``: the instructions of one call (repeated, with new arrays, raw
-   pyopencl's) on each device, counted by valgrind's callgrind (every thread: PoCL's
-   too) in a child run with OMP_NUM_THREADS=1, where wall time is noise on a busy
-   machine.
+   pyopencl's) on each device, counted by valgrind's callgrind in a child run with
+   OMP_NUM_THREADS=1, where wall time is noise on a busy machine.  It counts the
+   calling thread alone, so PoCL's figures include what a wait for its threads spins.
 
 Times are the best of several batches, measured in alternation (`timing.duel`).
 """
@@ -256,7 +256,8 @@ def callgrind():
                 total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
                 if case and total:
                     count[case.group(1)] = int(total.group(1)) / CALLS
-    print(f"instructions a call (callgrind, every thread, OMP_NUM_THREADS=1, {CALLS} calls)")
+    print(f"instructions a call (callgrind, OMP_NUM_THREADS=1, {CALLS} calls; the calling "
+          f"thread's alone,\nits waits for PoCL's threads included)")
     print(f"{'device':10} {'repeated':>10} {'new':>10} {'new/rep':>8} {'raw ocl':>10} "
           f"{'new/raw':>8} {'raw same':>10} {'new/same':>8}")
     for tag in dict.fromkeys(n.rsplit("_", 1)[0] for n in count):
