@@ -234,7 +234,7 @@ class Spec:
                      if isinstance(t, T.Array)] + (["the bounds check's record"]
                                                    if boundscheck else []))
         self.repeats = {}         # device -> the `Repeat` of its last call
-        self.alike = {}           # the initial device -> a `Repeat` for arrays like those
+        self.alike = {}           # device -> a `Repeat` for any arrays like those
 
     @property
     def ir(self):
@@ -641,9 +641,10 @@ class Kernel:
         if all(isinstance(args[pos], np.ndarray) and args[pos].flags.writeable
                for pos in r.arrays):
             s.repeats[dev] = r
-            if dev.is_initial:          # new arrays: their addresses as per-call words
+            a = s.alike.get(dev)        # new arrays: their addresses as per-call words
+            if a is None:
                 a = s.alike[dev] = Repeat(s, dev, args, items, self.launch, alike=True)
-                a.call.look_up()
+            a.call.look_up()
             if number is not None:      # a plain call with that number tries r first
                 self._hit = (number, self._repeats(s, dev))
         return r.run([items[i].addr for i in r.call.slots])

@@ -1,8 +1,7 @@
 """A kernel call that repeats on one device (`Repeat`): what it checks each time (the
-same arrays, still writeable, of the same shapes, or for the initial device, which
-uses arrays in place, any writeable, aligned, C-contiguous ndarrays of the same dtypes
-and ranks; scalars of the same types), in straight-line code made once per argument
-layout, and its prepared `calls.Call`."""
+same arrays, still writeable, of the same shapes, or any writeable, aligned,
+C-contiguous ndarrays of the same dtypes and ranks; scalars of the same types), in
+straight-line code made once per argument layout, and its prepared `calls.Call`."""
 from __future__ import annotations
 
 import ctypes
@@ -26,10 +25,10 @@ class Repeat:
     the prepared `calls.Call` (its items hold their arrays' dtypes, not the arrays, so
     that PYGOMP_POISON fills what it maps with the dtype's pattern), and how its
     result's bytes read.  ``attempt(args)`` runs a call with the same arrays (still
-    writeable, of the same shapes; with ``alike``, for the initial device, which uses
-    arrays in place: any arrays like them) and scalars of the same types while the
-    call's look-up is fresh, and returns its result; else it returns `MISS` and runs
-    nothing.
+    writeable, of the same shapes; with ``alike``, any arrays like them: the initial
+    device uses them in place, an offload device looks them up at each call,
+    `calls.Call.run_alike`) and scalars of the same types while the call's look-up is
+    fresh, and returns its result; else it returns `MISS` and runs nothing.
     Its code is made at the first attempt: a call that never repeats does without it."""
     __slots__ = ("arrays", "call", "result", "attempt", "_layout", "_cells")
 
@@ -38,6 +37,7 @@ class Repeat:
         self.result = None if dtype is None else \
             struct.Struct("<" + _STRUCT[dtype.kind + str(dtype.itemsize)])
         self.arrays, layout, cells, slots = [], [], [], []
+        ranks = {}                      # an alike call's array items: their ranks
         i = 0
         for pos, ((is_array, how, _), a) in enumerate(zip(spec.steps, args)):
             if is_array:
@@ -46,6 +46,7 @@ class Repeat:
                     layout.append(-1)
                     cells += (a.dtype, a.ndim)
                     slots += range(i, i + 1 + a.ndim)
+                    ranks[i] = a.ndim
                 else:
                     layout.append(0)
                     cells += (_weak(a), a.shape)
@@ -59,14 +60,17 @@ class Repeat:
                 i += n
         items = [it if it.obj is None else it._replace(obj=it.obj.dtype) for it in items]
         self.call = calls.Call(dev, spec.symbol.address, items, slots, launch,
-                               self.result.size if self.result else 0)
+                               self.result.size if self.result else 0,
+                               alike=None if dev.is_initial or not alike else ranks)
         self._layout, self._cells = tuple(layout), cells
         self.attempt = self._first
 
     def _first(self, args):
         """The first `attempt`: makes the code that the next ones run, and runs it."""
+        c = self.call
         self.attempt = _attempts(self._layout, self.result is not None)(
-            self.call.fresh, self.call.run, self.finish, *self._cells)
+            *((c.usable, c.run_alike) if c.alike else (c.fresh, c.run)), self.finish,
+            *self._cells)
         return self.attempt(args)
 
     def run(self, values):
@@ -81,7 +85,7 @@ class Repeat:
         return v[0] if len(v) == 1 else complex(*v)
 
 
-MISS = object()         # what `Repeat.attempt` returns when it runs nothing
+MISS = calls.MISS       # what `Repeat.attempt` returns when it runs nothing
 
 
 @functools.lru_cache(maxsize=256)
@@ -109,6 +113,10 @@ def _attempts(layout, result):
             words.append(f"w{pos}({a})" if n == 1 else f"*w{pos}({a})")
         body.append("    return MISS")
     run = f"run([{', '.join(words)}])" if words else "run(())"
+    got = ""
+    if -1 in layout:            # `calls.Call.run_alike` may run nothing
+        run, got = "got", (f"        got = {run}\n"
+                           f"        if got is MISS:\n            return MISS\n")
     args = "".join(f"a{pos}, " for pos in range(len(layout)))
     src = (f"def make(fresh, run, finish, {', '.join(names)}):\n"
            f"    def attempt(args):\n"
@@ -117,7 +125,8 @@ def _attempts(layout, result):
            + (f"        {args}= args\n" if layout else "")
            + "".join(f"        {line}\n" for line in body)
            + "        if not fresh():\n            return MISS\n"     # the arguments first:
-           + f"        return {f'finish({run})' if result else run}\n"    # a miss costs less
+           + got                                                       # a miss costs less
+           + f"        return {f'finish({run})' if result else run}\n"
            f"    return attempt\n")
     ns = {"MISS": MISS, "ndarray": np.ndarray, "address": address}
     exec(compile(src, f"<pygomp repeated call {layout}>", "exec"), ns)

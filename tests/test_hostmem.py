@@ -60,3 +60,48 @@ def test_alloc_sizes_and_alignment():
     assert p % hostmem.PAGE == 0
     ctypes.memset(p + 2 * hostmem.PAGE + hostmem.PAGE - 1, 7, 1)  # the last page is ours
     hostmem.free(p)
+
+
+def test_freed_large_blocks_are_kept_for_the_same_size_and_trimmed():
+    hostmem.trim()
+    p = hostmem.alloc(hostmem.HUGE + 1)                 # 3 huge pages
+    hostmem.free(p)
+    assert hostmem.kept() == 3 * hostmem.PAGE
+    q = hostmem.alloc(hostmem.HUGE + 100)               # the same pages: that block
+    assert q == p and hostmem.kept() == 0
+    r = hostmem.alloc(hostmem.LARGE + 1)                # whole 4 KiB pages, another size
+    assert r != p and r % 4096 == 0
+    hostmem.free(q)
+    hostmem.free(r)
+    assert hostmem.kept() == 3 * hostmem.PAGE + hostmem.LARGE + 4096
+    assert hostmem.trim() == 3 * hostmem.PAGE + hostmem.LARGE + 4096
+    assert hostmem.kept() == 0
+
+
+@pygomp.target(boundscheck=False)
+def fill(y, n: int):
+    for i in pygomp.parallel_range(n):
+        y[i] = 2.0
+
+
+def test_reused_device_memory_keeps_its_guard_and_no_stale_entry():
+    dev = next((d for d in devices.all_devices()
+                if d.plugin.name == "host" and not d.is_initial), None)
+    if dev is None:
+        pytest.skip("no host device")
+    from pygomp.runtime.faults import OverrunError
+    hostmem.trim()
+    k = fill.on(dev.number)
+    n = hostmem.HUGE // 8
+    a = np.zeros(n)
+    with pygomp.target_data(dev.number, tofrom=[a]):
+        first = pygomp.omp_get_mapped_ptr(a, dev.number)
+    assert hostmem.kept() > 0                           # its memory kept for reuse
+    b = np.zeros(n - 3)                                 # the same pages
+    with pygomp.target_data(dev.number, tofrom=[b]):
+        assert pygomp.omp_get_mapped_ptr(b, dev.number) == first
+        assert not pygomp.omp_target_is_present(a, dev.number)      # a is gone
+        with pytest.raises(OverrunError, match="array 'y'"):
+            k(b, n - 2)                                 # one past b's end, not a's
+        k(b, n - 3)
+    assert (b == 2.0).all() and (a == 0).all()

@@ -483,3 +483,46 @@ def test_memory_view_helpers_roundtrip(plugin, dev):
         assert back.raw == raw.raw
     finally:
         plugin.free(dev.local, a)
+
+
+def test_copies_wait_for_a_launch_in_flight(dev, table, plugin):
+    """On a CPU device a copy is a memcpy only while no launch is in flight: one behind a
+    kernel that waits for a gate returns once the kernel ran, with what it wrote."""
+    import pyopencl as cl
+    fn = mapping.function_address(dev, table["saxpy"])
+    n = 64
+    x = np.ones(n, dtype=np.float32)
+    a, b = plugin.alloc(dev.local, x.nbytes), plugin.alloc(dev.local, x.nbytes)
+    try:
+        plugin.host2dev(dev.local, a, x.ctypes.data, x.nbytes)
+        plugin.host2dev(dev.local, b, x.ctypes.data, x.nbytes)
+        gate = cl.UserEvent(plugin.cl_device(dev.local)[1])
+        event = plugin.run_async(dev.local, fn, [f32(3.0), a, b, n], wait_for=[gate])
+        once = threading.Lock()
+
+        def release(status):            # the gate's status, set once
+            if once.acquire(blocking=False):
+                gate.set_status(status)
+        timer = threading.Timer(5.0, release, [-1])         # a wrong copy never hangs
+        timer.start()
+        got, y = [], np.zeros_like(x)
+        reader = threading.Thread(target=lambda: got.append(
+            plugin.dev2host(dev.local, y.ctypes.data, b, x.nbytes)))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and not y.any()        # behind the kernel
+        release(cl.command_execution_status.COMPLETE)
+        reader.join()
+        assert got == [None] and np.array_equal(y, np.full(n, 4.0, np.float32))
+        plugin.wait(dev.local, event)
+        plugin.host2dev(dev.local, b, x.ctypes.data, x.nbytes)    # quiet: at once
+        plugin.dev2host(dev.local, y.ctypes.data, b, x.nbytes)
+        assert np.array_equal(y, x)
+    finally:
+        release(-1)
+        timer.cancel()
+        try:
+            plugin.synchronize(dev.local)
+        finally:
+            plugin.free(dev.local, a)
+            plugin.free(dev.local, b)

@@ -8,7 +8,8 @@ extension type, the plugin's `_fast_impl`, which the base installs as the plugin
 words[, launch[, wait_for]])`` with no events to wait for, it finds the kernel's record
 in the plugin's ``records`` dict, checks that the words, device and launch are the ones
 the record was made for, and calls ``clEnqueueNDRangeKernel`` itself, returning a
-pyopencl Event.  Any other call, a missing record, or an enqueue that fails goes to the
+pyopencl Event, which it also keeps in the ``last`` dict under the queue's handle
+(`memory.Quiet`).  Any other call, a missing record, or an enqueue that fails goes to the
 Python path (which says what is wrong).
 
 A record is ``(dev, words, launch, queue, kernel, g0, g1, l0, l1, owners, slot, line)``:
@@ -41,7 +42,7 @@ typedef int32_t (*enqueue_t)(void *, void *, uint32_t, const size_t *, const siz
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *records, *fallback, *event, *launch;
+    PyObject *records, *fallback, *event, *launch, *last;
     enqueue_t enqueue;
 } Runner;
 
@@ -89,6 +90,8 @@ static PyObject *fast(Runner *self, PyObject *rec, PyObject *const *args, Py_ssi
     PyObject *a[2] = {ptr, Py_False};       /* the Event owns the handle */
     PyObject *event = PyObject_Vectorcall(self->event, a, 2, NULL);
     Py_DECREF(ptr);
+    if (event != NULL && PyDict_SetItem(self->last, PyTuple_GET_ITEM(rec, 3), event) < 0)
+        Py_CLEAR(event);
     return event;
 }
 
@@ -116,16 +119,18 @@ static PyObject *runner_call(Runner *self, PyObject *const *args, size_t nargsf,
 
 static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    PyObject *records, *fallback, *event, *launch;
+    PyObject *records, *fallback, *event, *launch, *last;
     unsigned long long enqueue;
-    if (!PyArg_ParseTuple(args, "O!OOO!K", &PyDict_Type, &records, &fallback, &event,
-                          &PyTuple_Type, &launch, &enqueue))
+    if (!PyArg_ParseTuple(args, "O!OOO!KO!", &PyDict_Type, &records, &fallback, &event,
+                          &PyTuple_Type, &launch, &enqueue, &PyDict_Type, &last))
         return NULL;
     Runner *self = (Runner *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     self->vectorcall = (vectorcallfunc)runner_call;
     Py_INCREF(records); Py_INCREF(fallback); Py_INCREF(event); Py_INCREF(launch);
+    Py_INCREF(last);
+    self->last = last;
     self->records = records;
     self->fallback = fallback;
     self->event = event;
@@ -140,6 +145,7 @@ static int runner_traverse(Runner *self, visitproc visit, void *arg)
     Py_VISIT(self->fallback);
     Py_VISIT(self->event);
     Py_VISIT(self->launch);
+    Py_VISIT(self->last);
     return 0;
 }
 
@@ -149,6 +155,7 @@ static int runner_clear(Runner *self)
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->event);
     Py_CLEAR(self->launch);
+    Py_CLEAR(self->last);
     return 0;
 }
 
@@ -195,9 +202,10 @@ _state = {}
 _lock = threading.Lock()
 
 
-def runner(records: dict, fallback):
+def runner(records: dict, fallback, last: dict):
     """A `Runner` over ``records`` that calls ``fallback`` (the Python path) for what it
-    does not do itself; None where the extension cannot be built or loaded."""
+    does not do itself and keeps each launch's event in ``last``; None where the
+    extension cannot be built or loaded."""
     with _lock:
         if "module" not in _state:
             _state["module"] = _build()
@@ -205,7 +213,7 @@ def runner(records: dict, fallback):
     if mod is None:
         return None
     from .plugin import cl
-    return mod.Runner(records, fallback, cl.Event.from_int_ptr, (0, 0, 0), enqueue)
+    return mod.Runner(records, fallback, cl.Event.from_int_ptr, (0, 0, 0), enqueue, last)
 
 
 def _build():

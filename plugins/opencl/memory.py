@@ -1,4 +1,5 @@
-"""A private virtual address space over OpenCL buffers.
+"""A private virtual address space over OpenCL buffers, and what tells when a CPU
+device's buffers may be copied without the queue (`Quiet`).
 
 The runtime deals in int device addresses; OpenCL hands out opaque buffers.  Each buffer
 gets a range of addresses from a bump allocator (ranges are never reused, so a stale
@@ -62,6 +63,41 @@ class AddressSpace:
     def buffers(self):
         with self._lock:
             return [(start, end - start, buf) for start, (end, buf) in self._ranges.items()]
+
+
+class Quiet:
+    """Whether a device's queue holds no launch that may still run, so that its buffers
+    in host memory may be read and written by plain copies.  The queue is in order: it
+    is quiet when no Python launch is being enqueued (`open`: the ids of those runs)
+    and the event of the last launch enqueued (`last`: queue handle -> event, which
+    the C fast path writes too) is complete.  Any other command on a user's buffer
+    (a copy, a fill) is waited for by whoever enqueued it."""
+    __slots__ = ("open", "last", "queue", "complete", "seen")
+
+    def __init__(self, last: dict, queue: int, complete: int):
+        self.open, self.last, self.queue, self.complete = set(), last, queue, complete
+        self.seen = None                # the last event found complete
+
+    def __call__(self) -> bool:
+        if self.open:
+            return False
+        ev = self.last.get(self.queue)
+        if ev is None or ev is self.seen:
+            return True
+        if ev.command_execution_status != self.complete:
+            return False
+        self.seen = ev
+        return True
+
+    def begin(self, run) -> None:
+        """A launch of ``run`` is being enqueued."""
+        self.open.add(id(run))
+
+    def end(self, run, event) -> None:
+        """``run``'s launches are enqueued; ``event`` (None: none) is the last."""
+        if event is not None:
+            self.last[self.queue] = event
+        self.open.discard(id(run))
 
 
 def _round_up(n: int, m: int) -> int:

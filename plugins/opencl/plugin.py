@@ -3,7 +3,10 @@
 Memory: each cl.Buffer owns a range of a private virtual address space (memory.py), so
 the runtime's int device addresses work as everywhere else and an address inside a buffer
 resolves to (buffer, offset).  One in-order queue per device; copies are blocking,
-launches are events (`Plugin.run_async`).
+launches are events (`Plugin.run_async`).  On a CPU device whose buffers over host
+memory are that memory (probed once), every buffer is over memory of `hostmem`'s, and a
+copy while the queue is quiet (`memory.Quiet`: no launch in flight) is a plain memcpy,
+without a command and the wait for it.
 
 Images: `compile` builds a unit's OpenCL C for one device and keeps the program binary;
 the key's device identity is the platform, device and driver.  Build options: CPU
@@ -53,7 +56,7 @@ from . import build as _build
 from . import choice as _choice
 from . import fast as _fast
 from . import launch as _launch
-from .memory import AddressSpace
+from .memory import AddressSpace, Quiet
 
 cl = None            # pyopencl, once imported
 
@@ -146,12 +149,17 @@ class _Kernel(Kernel):
     def _start_impl(self, args, plan, scratch, wait_for):
         """Set the entries' arguments if the words, the plan or the buffers changed;
         the run is ``[plan, cl.Events to wait for, last event, choice's timing]``."""
+        run = [plan, None, DONE, None]
+        if self.d.quiet:                # not quiet from here to `_end_impl`
+            self.d.quiet.begin(run)
         if plan is not self.last_plan or self.plugin._frees != self.last_frees \
                 or args is not self.last_words and args != self.last_words:
             self._set_args(args, plan, scratch)
         if self.mark is not None:       # the device's last launched kernel, for a fault
             self.mark[0][self.mark[1]] = self.who
-        return [plan, self._waits(wait_for) if wait_for else None, DONE, None]
+        if wait_for:
+            run[1] = self._waits(wait_for)
+        return run
 
     @staticmethod
     def _waits(wait_for):
@@ -205,6 +213,8 @@ class _Kernel(Kernel):
         run[1] = None
 
     def _end_impl(self, run):
+        if self.d.quiet:
+            self.d.quiet.end(run, None if run[2] is DONE else run[2])
         if run[3] is not None:
             return _Timed(run[2], self.choice, *run[3])
         return run[2]
@@ -311,6 +321,8 @@ class _Device:
         self.images = {}                 # id(image) -> (program, [variable addresses])
         self.fault = None                # (table, index): its slot of `faults` (a CPU's)
         self.programs = {}               # digest of a binary -> the cl.Program built here
+        self.quiet = None                # `Quiet` where buffers are host memory, else
+                                         # False (None: not probed yet)
 
 
 class OpenCLPlugin(Plugin):
@@ -328,6 +340,7 @@ class OpenCLPlugin(Plugin):
         self._space = AddressSpace()
         self._frees = 0                  # buffers freed so far
         self._records = {}               # kernel address -> its `_Kernel.record` (fast.py)
+        self._last = {}                  # queue handle -> its last launch's event
 
     # -- discovery ---------------------------------------------------------
     def _devices_impl(self):
@@ -463,17 +476,21 @@ class OpenCLPlugin(Plugin):
     # -- memory --------------------------------------------------------------
     def _alloc_impl(self, dev, size):
         d = self._device(dev)
+        if d.quiet is None:
+            d.quiet = self.devices()[dev].kind == "cpu" and _quiet(d, self._last)
+        n = max(size + 3 & ~3, 4)       # whole 32-bit words: the atomics of int8, int16
         try:
-            if size >= hostmem.HUGE and self.devices()[dev].kind == "cpu":
-                # On the CPU a buffer is host memory: give it ours, on huge pages
-                host = hostmem.buffer(size)
+            if d.quiet or size >= hostmem.HUGE and self.devices()[dev].kind == "cpu":
+                # On the CPU a buffer is host memory: give it ours (big: on huge pages)
+                host = hostmem.buffer(n)
                 if host is None:
                     return 0
                 buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                                 hostbuf=host)
+                buf._pygomp_host = ctypes.addressof(host) if d.quiet else 0
             else:
-                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE,   # whole 32-bit words: the
-                                max(size + 3 & ~3, 4))              # atomics of int8, int16
+                buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE, n)
+                buf._pygomp_host = 0
         except cl.MemoryError:
             return 0
         buf._pygomp_dev = dev
@@ -481,8 +498,9 @@ class OpenCLPlugin(Plugin):
 
     def _free_impl(self, dev, addr):
         buf = self._space.remove(addr)
-        if buf.hostbuf is not None:     # its memory goes with it: let queued work end
-            self._device(dev).queue.finish()
+        d = self._device(dev)
+        if buf.hostbuf is not None and not (d.quiet and d.quiet()):
+            d.queue.finish()            # its memory goes with it: let queued work end
         self._frees += 1            # kernels set to that buffer set their arguments anew
         self._records.clear()
         if getattr(buf, "_pygomp_dev", None) != dev:
@@ -501,12 +519,18 @@ class OpenCLPlugin(Plugin):
     def _host2dev_impl(self, dev, dst, src, size):
         d = self._device(dev)
         buf, off = self._resolve(dev, dst, size)
+        if buf._pygomp_host and d.quiet():
+            hostmem.copy(buf._pygomp_host + off, src, size)
+            return
         cl.enqueue_copy(d.queue, buf, _memview(src, size, _READ), dst_offset=off,
                         is_blocking=True)
 
     def _dev2host_impl(self, dev, dst, src, size):
         d = self._device(dev)
         buf, off = self._resolve(dev, src, size)
+        if buf._pygomp_host and d.quiet():
+            hostmem.copy(dst, buf._pygomp_host + off, size)
+            return
         cl.enqueue_copy(d.queue, _memview(dst, size, _WRITE), buf, src_offset=off,
                         is_blocking=True)
 
@@ -524,7 +548,7 @@ class OpenCLPlugin(Plugin):
     # -- launches ------------------------------------------------------------
     def _fast_impl(self, fallback):
         """`fast.Runner`: single launches of kernels whose arguments are set, from C."""
-        return _fast.runner(self._records, fallback)
+        return _fast.runner(self._records, fallback, self._last)
 
     def _synchronize_impl(self, dev):
         d = self._device(dev)
@@ -625,6 +649,26 @@ def _machine(call, arg):
     except (AttributeError, OSError, ValueError):
         return None
     return len(got) if isinstance(got, set) else got
+
+
+def _quiet(d, last):
+    """A `Quiet` for device ``d`` if a buffer over host memory is that memory (a write to
+    either is seen in the other, without a map), else False."""
+    np = _numpy()
+    host = hostmem.buffer(128)
+    try:
+        buf = cl.Buffer(d.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=host)
+        cl.enqueue_fill_buffer(d.queue, buf, np.uint8(0x5A), 0, 128).wait()
+        seen = bytes(host) == b"\x5a" * 128
+        ctypes.memset(host, 0x33, 128)
+        out = np.zeros(128, np.uint8)
+        cl.enqueue_copy(d.queue, out, buf, is_blocking=True)
+    except cl.Error:
+        return False
+    if not (seen and (out == 0x33).all()):
+        return False
+    return Quiet(last, d.queue.int_ptr, cl.command_execution_status.COMPLETE)
 
 
 def _digest(code: bytes) -> str:

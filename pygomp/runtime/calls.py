@@ -12,7 +12,9 @@ so that no one frees what a call uses.  A small item that was absent (plain to, 
 tofrom or alloc, at most `SMALL` bytes) gets a new entry at each call, made and
 removed as a construct does (under the lock, the entries counted up and down); when
 nothing else changed the map meanwhile, the map is as the look-up saw it, and the call
-stays fresh.  Anything else a construct would do (report under PYGOMP_INFO or
+stays fresh.  A call made `alike` takes new arrays at each call (`run_alike`): it looks
+them up in the map at each call, under the lock, as the look-up above does once.
+Anything else a construct would do (report under PYGOMP_INFO or
 PYGOMP_PROFILE, always, structs and pointers) goes through `mapping.target`, as does
 any error.
 
@@ -36,6 +38,7 @@ from .intervals import hits
 RESULT = 16         # bytes of a result slot: a kernel's result is a scalar (complex128 at most)
 SMALL = 1 << 16     # bytes: an absent item up to this size is made at each call
 MADE = 8            # at most this many such items in one call
+MISS = object()     # what `run_alike` returns when it runs nothing
 # The plans of regions that C runs itself (`Call.plan`; the C face gives C these numbers):
 # items at most, and the flags of an item made at each region.
 PLAN_ITEMS = 8
@@ -54,17 +57,23 @@ class Call:
 
     With ``host_code``, ``fn`` is host code that the caller runs itself (a C region
     without an image on a device of the host plugin): the look-up needs no loaded
-    function, and `run` calls its ``host`` with the words."""
+    function, and `run` calls its ``host`` with the words.
+
+    With ``alike`` (``{position: rank}`` of array items, whose ``obj`` is their dtype),
+    the arrays at those positions are new at each call: their words at `slots` are the
+    host address and the extents, and `run_alike` runs such calls."""
     __slots__ = ("dev", "fn", "items", "slots", "launch", "result", "host_code", "devs",
                  "version", "address", "counted", "entries", "words", "made", "launcher",
-                 "args", "epoch", "planned", "fast")
+                 "args", "epoch", "planned", "fast", "alike", "every")
 
     def __init__(self, dev, fn, items, slots=(), launch=(0, 0, 0), result=0,
-                 host_code=False):
+                 host_code=False, alike=None):
         self.dev, self.fn, self.launch, self.result = dev, fn, launch, result
         self.items = list(items)        # at `slots`: placeholders of per-call words
         self.slots = slots
+        self.every = tuple(slots) == tuple(range(len(self.items)))
         self.host_code = host_code
+        self.alike = alike
         self.devs = self.version = None     # what the last look-up saw
         self.words = self.address = None   # words None: go through `target`
         self.made = ()                  # positions of the items made at each call
@@ -77,6 +86,11 @@ class Call:
         dev = self.dev
         return (self.version == dev.map.version and self.devs is devices.all_devices()
                 and dev.state == "initialized")
+
+    def usable(self) -> bool:
+        """Whether an `alike` call may run: the devices and the device's state are the
+        ones its look-up saw (its arrays are looked up at each call)."""
+        return self.devs is devices.all_devices() and self.dev.state == "initialized"
 
     def look_up(self) -> None:
         """Look the function and the items up now (a fresh call's `address` says whether
@@ -164,14 +178,70 @@ class Call:
                         if self.epoch is not None:
                             dev.lock.restore(self.epoch)
 
+    def run_alike(self, values):
+        """Run an `alike` call with ``values`` at `slots`: its arrays looked up in the
+        map now, those absent and small made for this call and removed after it, as
+        `_counted` does; `MISS` (nothing run) where the call must go through the whole
+        construct (an array partly present, large and absent, the function not loaded,
+        a report on)."""
+        items = self._items_of(values)
+        dev = self.dev
+        with dev.lock:
+            if self.version != dev.map.version:
+                self._look_up()
+            version, launcher = self.version, self.launcher
+            found = launcher is not None and _find(dev, items)
+            if not found:
+                return MISS
+            words, entries, counted, made = found
+            new = ()
+            if made:
+                words, counted, entries, new = self._make(words, counted, entries, made,
+                                                          items)
+            ref(counted, 1)
+            mark = dev.map.version
+        ok = False
+        try:
+            out = self._go(launcher, words, None, (), None)
+            ok = True
+            return out
+        finally:
+            if counted:
+                with dev.lock:
+                    alone = dev.map.version == mark
+                    zeroed = []
+                    down(counted, zeroed)
+                    if zeroed:
+                        mapping.release(dev, items, entries, ok, zeroed)
+                    if alone and self.version == version and len(zeroed) == len(new) \
+                            and all(z is m for z, m in zip(zeroed, new)):
+                        self.version = dev.map.version      # as the look-up saw it
+
+    def _items_of(self, values):
+        """An `alike` call's items: ``values`` at `slots`, its arrays' sizes from their
+        extents."""
+        items = self.items[:]
+        for i, v in zip(self.slots, values):
+            items[i] = Item(v & WORD, 0, kinds.FIRSTPRIVATE_INT)
+        for i, rank in self.alike.items():
+            it = self.items[i]
+            size = it.obj.itemsize
+            for k in range(i + 1, i + 1 + rank):
+                size *= items[k].addr
+            items[i] = Item(items[i].addr, size, it.kind, it.obj, it.name)
+        return items
+
     def _go(self, launcher, words, args, values, host):
         """The run itself: the kernel by its ``launcher`` (``args``: its prepared words,
         if they do not change) or, without one, ``host(words)``; with ``values`` at
         `slots`, and a result slot if the kernel has a result."""
         if values or self.result:
-            words = words[:]
-            for i, v in zip(self.slots, values):
-                words[i] = v & WORD
+            if self.every and values:   # every word is a per-call one, in order
+                words = [v & WORD for v in values]
+            else:
+                words = words[:]
+                for i, v in zip(self.slots, values):
+                    words[i] = v & WORD
             args = None
         if not self.result:
             if launcher is None:
@@ -231,15 +301,16 @@ class Call:
             self.planned = self.epoch
             return pid, self.epoch, list(self.words), flags
 
-    def _make(self, words, counted, entries, made):
-        """New entries for the items at positions ``made`` (absent at the look-up),
-        copied in as their kinds say; the call's words, counted entries and entries
-        with them, and the new entries."""
+    def _make(self, words, counted, entries, made, items=None):
+        """New entries for the items at positions ``made`` (absent at the look-up) of
+        ``items`` (else the call's), copied in as their kinds say; the call's words,
+        counted entries and entries with them, and the new entries."""
         dev = self.dev
+        items = self.items if items is None else items
         words, entries, new = words[:], entries[:], []
         try:
             for i in made:
-                it = self.items[i]
+                it = items[i]
                 e = mapping.new_entry(dev, it, kinds.traits(it.kind))
                 new.append(e)
                 words[i] = e.dev_start
@@ -279,31 +350,12 @@ class Call:
         if dev.is_initial:              # host addresses: nothing is mapped
             self._prepared(_initial_words(self.items), (), (), [])
             return
-        words, entries, counted, made = [], [], [], []
-        for i, it in enumerate(self.items):
-            t = kinds.traits(it.kind)
-            if t.base == kinds.FIRSTPRIVATE_INT:
-                words.append(it.addr & WORD)
-                entries.append(None)
-                continue
-            if not (t.mapping or t.base == kinds.FORCE_PRESENT) or t.always \
-                    or t.kind & kinds.FLAG_FORCE:
-                return
-            e = dev.map.find(it.addr, it.addr + it.size)
-            if e is None:
-                if t.present or (it.size and not _makes(t, it, made, self.items)):
-                    return
-                if it.size:
-                    made.append(i)
-                words.append(0)
-            elif it.addr < e.host_start or it.addr + it.size > e.host_end:
-                return
-            else:
-                words.append(e.dev_start + (it.addr - e.host_start))
-                if owner(e) not in counted:         # a struct's members: its owner
-                    counted.append(owner(e))
-            entries.append(e)
-        self._prepared(words, entries, counted, made)
+        if self.alike:                  # its arrays are looked up at each call
+            self._prepared(None, (), (), ())
+            return
+        found = _find(dev, self.items)
+        if found:
+            self._prepared(*found)
 
     def _prepared(self, words, entries, counted, made):
         """Keep what the look-up found, and the launcher (and arguments) it gives."""
@@ -311,13 +363,44 @@ class Call:
         if self.address is not None:
             dev = self.dev
             self.launcher = dev.plugin.launcher(dev.local, self.address, self.launch,
-                                                len(words) + (1 if self.result else 0))
+                                                len(self.items) + (1 if self.result else 0))
             if not (self.slots or self.result or made):    # the same words every call
                 self.args = self.launcher[0](words)
         if words is not None and not made:
             f = flight_of(self.dev) if counted else None
             self.fast = (self.version, f and f.gen, f, self.launcher, words, self.args,
                          (self.items, entries, counted))
+
+
+def _find(dev, items):
+    """``(words, entries, counted, made)`` of ``items`` as the map holds them now (under
+    the device's lock): present ones found, absent small ones to be made (``made``:
+    their positions); None when the call must go through `mapping.target`."""
+    words, entries, counted, made = [], [], [], []
+    for i, it in enumerate(items):
+        t = kinds.traits(it.kind)
+        if t.base == kinds.FIRSTPRIVATE_INT:
+            words.append(it.addr & WORD)
+            entries.append(None)
+            continue
+        if not (t.mapping or t.base == kinds.FORCE_PRESENT) or t.always \
+                or t.kind & kinds.FLAG_FORCE:
+            return None
+        e = dev.map.find(it.addr, it.addr + it.size)
+        if e is None:
+            if t.present or (it.size and not _makes(t, it, made, items)):
+                return None
+            if it.size:
+                made.append(i)
+            words.append(0)
+        elif it.addr < e.host_start or it.addr + it.size > e.host_end:
+            return None
+        else:
+            words.append(e.dev_start + (it.addr - e.host_start))
+            if owner(e) not in counted:         # a struct's members: its owner
+                counted.append(owner(e))
+        entries.append(e)
+    return words, entries, counted, made
 
 
 def _makes(t, it, made, items):
