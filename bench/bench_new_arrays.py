@@ -230,7 +230,7 @@ def inner_callgrind(path):
 
 
 def callgrind():
-    from pygomp_plugins.host.plugin import compile_c
+    from pygomp.plugins.host.plugin import compile_c
     with tempfile.TemporaryDirectory() as tmp:
         # valgrind runs no AVX-512: gcc builds for x86-64-v3 (its last -march wins),
         # the host device's kernels too, in a cache of their own
